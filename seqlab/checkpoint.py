@@ -1,0 +1,61 @@
+"""Training checkpoints: the tagger, the optimiser state and the trainer's counters.
+
+Optimiser tensors and the torch RNG state go to safetensors, everything else to JSON; nothing is
+pickled. The checkpoint folder is replaced atomically after each epoch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from seqlab.io import atomic_write_dir
+
+
+def optimizer_to_files(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
+    """Split ``optimizer.state_dict()`` into a flat tensor dict and a JSON-able remainder."""
+    state = optimizer.state_dict()
+    tensors: dict[str, torch.Tensor] = {}
+    scalars: dict[str, dict] = {}
+    for pid, pstate in state["state"].items():
+        for key, value in pstate.items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"{pid}.{key}"] = value.detach().contiguous().cpu()
+            else:
+                scalars.setdefault(str(pid), {})[key] = value
+    return tensors, {"param_groups": state["param_groups"], "scalars": scalars}
+
+
+def optimizer_from_files(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
+    """Inverse of :func:`optimizer_to_files`: a state dict for ``optimizer.load_state_dict``."""
+    state: dict[int, dict] = {}
+    for name, value in tensors.items():
+        pid, key = name.split(".", 1)
+        state.setdefault(int(pid), {})[key] = value
+    for pid, extra in meta["scalars"].items():
+        state.setdefault(int(pid), {}).update(extra)
+    return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, trainer_state: dict) -> None:
+    tensors, opt_meta = optimizer_to_files(optimizer)
+    tensors = {f"optimizer.{k}": v for k, v in tensors.items()}
+    tensors["rng.torch"] = torch.get_rng_state()
+
+    def fill(tmp: Path) -> None:
+        for name, data in tagger._files().items():
+            (tmp / name).write_bytes(data)
+        save_file(tensors, str(tmp / "trainer.safetensors"))
+        (tmp / "trainer.json").write_text(json.dumps({"trainer": trainer_state, "optimizer": opt_meta}, indent=1))
+    atomic_write_dir(path, fill)
+
+
+def load_checkpoint(path: Path) -> tuple[dict, dict, torch.Tensor, dict]:
+    """(optimizer state dict, trainer state, torch RNG state, raw JSON) from a checkpoint folder."""
+    tensors = load_file(str(path / "trainer.safetensors"))
+    meta = json.loads((path / "trainer.json").read_text())
+    opt_tensors = {k[len("optimizer."):]: v for k, v in tensors.items() if k.startswith("optimizer.")}
+    return optimizer_from_files(opt_tensors, meta["optimizer"]), meta["trainer"], tensors["rng.torch"], meta

@@ -1,0 +1,236 @@
+"""Command line: a thin layer over the Python API.
+
+    seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...]
+    seqlab evaluate MODEL DATA [--output FILE]
+    seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain]
+    seqlab score FILE [--scheme BIO]
+    seqlab info MODEL
+    seqlab attention MODEL "a sentence" --out heat.png
+    seqlab serve MODEL [--host 127.0.0.1] [--port 8000]
+    seqlab demo --out DIR
+Bad input prints one line ``error: ...`` and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from seqlab.errors import SeqlabError
+
+log = logging.getLogger("seqlab")
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="seqlab", description="Neural sequence labeling.")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a tagger from a YAML config")
+    t.add_argument("config")
+    t.add_argument("--out", required=True, help="output folder")
+    t.add_argument("--max-epochs", type=int)
+    t.add_argument("--seeds", type=_seeds, help="e.g. 1,2,3,4,5: one run per seed, then mean/std/max")
+    t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    t.add_argument("--data-root", help="root of the data paths in the config (default $SEQLAB_DATA or ./data)")
+
+    e = sub.add_parser("evaluate", help="score a model on a labeled file")
+    e.add_argument("model")
+    e.add_argument("data")
+    e.add_argument("--output", help="write predictions in conlleval format")
+    e.add_argument("--batch-size", type=int)
+
+    r = sub.add_parser("predict", help="tag raw text or a CoNLL file")
+    r.add_argument("model")
+    r.add_argument("file", nargs="?", default="-")
+    r.add_argument("--input-format", choices=["auto", "raw", "conll"], default="auto")
+    r.add_argument("--output-format", choices=["conll", "jsonl"], default="conll")
+    r.add_argument("--nbest", type=int, help="also output the k best tag sequences (jsonl)")
+    r.add_argument("--explain", action="store_true", help="attention weights and fusion gates (jsonl)")
+    r.add_argument("--batch-size", type=int)
+
+    s = sub.add_parser("score", help="conlleval replacement: last two columns are gold and predicted tags")
+    s.add_argument("file")
+    s.add_argument("--scheme", default="BIO", help="IOB1, BIO, BIOES or BMES")
+
+    i = sub.add_parser("info", help="describe a saved model")
+    i.add_argument("model")
+
+    a = sub.add_parser("attention", help="write the attention heatmap of each attention layer as PNG")
+    a.add_argument("model")
+    a.add_argument("sentence")
+    a.add_argument("--out", required=True, help="PNG path; with several layers, -layerN is added")
+
+    v = sub.add_parser("serve", help="HTTP JSON API (POST /predict)")
+    v.add_argument("model")
+    v.add_argument("--host", default="127.0.0.1")
+    v.add_argument("--port", type=int, default=8000)
+
+    d = sub.add_parser("demo", help="train, evaluate and use a chunker on the bundled CoNLL-2000 sample")
+    d.add_argument("--out", default="runs/demo")
+    d.add_argument("--max-epochs", type=int)
+    return p
+
+
+def _looks_like_conll(lines: list[str]) -> bool:
+    """Column files have blank lines between sentences and few fields per line."""
+    content = [ln for ln in lines if ln.strip()]
+    return bool(content) and len(content) < len(lines) and max(len(ln.split()) for ln in content) <= 6 and \
+        len({len(ln.split()) for ln in content}) == 1
+
+
+def cmd_train(args) -> None:
+    from seqlab.config import load_config
+    from seqlab.training import train, train_seeds
+    overrides = list(args.set)
+    if args.max_epochs:
+        overrides.append(f"train.max_epochs={args.max_epochs}")
+    config = load_config(args.config, overrides)
+    if args.seeds:
+        summary = train_seeds(config, args.out, args.seeds, args.data_root, args.resume, not args.quiet)
+        print(json.dumps(summary, indent=2))
+    else:
+        result = train(config, args.out, args.data_root, args.resume, not args.quiet)
+        print(json.dumps({"best_epoch": result.best_epoch, "dev": _headline(result.dev),
+                          "test": _headline(result.test), "model": str(Path(args.out) / "model")}, indent=2))
+
+
+def _headline(scores: dict | None) -> dict | None:
+    return None if scores is None else {k: round(v, 2) for k, v in scores.items() if k != "per_type"}
+
+
+def cmd_evaluate(args) -> None:
+    from seqlab.metrics import format_report
+    from seqlab.training import evaluate
+    scores = evaluate(args.model, args.data, args.output, args.batch_size)
+    print(format_report(scores))
+
+
+def cmd_predict(args) -> None:
+    from seqlab.data.readers import read_conll, read_raw, write_conll
+    from seqlab.tagger import Tagger
+    tagger = Tagger.load(args.model)
+    if args.file == "-":
+        lines = sys.stdin.read().splitlines()
+        source = "<stdin>"
+    else:
+        path = Path(args.file)
+        if not path.is_file():
+            raise SeqlabError("no such file", path=path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as err:
+            line = path.read_bytes()[: err.start].count(b"\n") + 1
+            raise SeqlabError("not UTF-8 text", path=path, line=line) from None
+        source = str(path)
+    fmt = args.input_format
+    if fmt == "auto":
+        fmt = "conll" if _looks_like_conll(lines) else "raw"
+    chars = tagger.config.data.format == "bmes"
+    if fmt == "conll":
+        if args.file == "-":
+            import tempfile
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as tmp:
+                tmp.write("\n".join(lines) + "\n")
+            try:
+                sentences = read_conll(tmp.name, label_column=None)
+            finally:
+                Path(tmp.name).unlink()
+        else:
+            sentences = read_conll(args.file, label_column=None)
+    else:
+        sentences = read_raw(lines, chars=chars)
+    if not sentences:
+        raise SeqlabError("no sentences to tag", path=source)
+    if args.output_format == "conll" and not (args.nbest or args.explain):
+        write_conll(sentences, tagger.predict_tags(sentences, args.batch_size), sys.stdout)
+        return
+    for pred in tagger.predict(sentences, args.batch_size, nbest=args.nbest, explain=args.explain):
+        print(json.dumps(pred.to_dict(), ensure_ascii=False))
+
+
+def cmd_score(args) -> None:
+    from seqlab.metrics import format_report, score_file
+    print(format_report(score_file(args.file, args.scheme)))
+
+
+def cmd_info(args) -> None:
+    from seqlab.tagger import Tagger
+    print(json.dumps(Tagger.load(args.model).info(), indent=2, ensure_ascii=False))
+
+
+def cmd_attention(args) -> None:
+    from seqlab.plotting import plot_attention
+    from seqlab.tagger import Tagger
+    pred = Tagger.load(args.model).predict([args.sentence], explain=True)[0]
+    layers = [x for x in (pred.explanation or []) if "attention" in x]
+    if not layers:
+        raise SeqlabError("this model has no attention layer to show", path=args.model)
+    out = Path(args.out)
+    for k, layer in enumerate(layers):
+        path = out if len(layers) == 1 else out.with_name(f"{out.stem}-layer{layer['layer']}{out.suffix}")
+        plot_attention(pred.tokens, layer["attention"], path, title=f"encoder layer {layer['layer']}")
+        print(path)
+
+
+def cmd_serve(args) -> None:
+    from seqlab.serve import run_server
+    run_server(args.model, args.host, args.port)
+
+
+def cmd_demo(args) -> None:
+    from seqlab.config import load_config
+    from seqlab.metrics import format_report
+    from seqlab.tagger import Tagger
+    from seqlab.training import evaluate, train
+    config_path = Path(__file__).parent / "resources" / "demo.yaml"
+    overrides = [f"train.max_epochs={args.max_epochs}"] if args.max_epochs else []
+    config = load_config(config_path, overrides)
+    print(f"Training a BiLSTM-CRF chunker on the bundled CoNLL-2000 sample ({config_path.name}) -> {args.out}")
+    result = train(config, args.out, progress=not args.quiet)
+    test_file = Path(__file__).parent / "resources" / "conll2000" / "test.txt"
+    print(f"\nBest dev F1 {result.dev['f1']:.2f} at epoch {result.best_epoch}. Test sample ({test_file.name}):")
+    print(format_report(evaluate(Path(args.out) / "model", test_file)))
+    tagger = Tagger.load(Path(args.out) / "model")
+    print("\nExample sentences:")
+    for pred in tagger.predict(["The European Union rejected the German call to boycott British lamb .",
+                                "He reckons the current account deficit will narrow to only # 1.8 billion in September ."]):
+        print("  " + " ".join(f"{tok}/{tag}" for tok, tag in zip(pred.tokens, pred.tags)))
+        print("    chunks: " + "  ".join(f"[{s.type} {s.text}]" for s in pred.spans))
+    print(f"\nModel saved in {Path(args.out) / 'model'}; training curves in {Path(args.out) / 'curves.png'}")
+
+
+COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "score": cmd_score,
+            "info": cmd_info, "attention": cmd_attention, "serve": cmd_serve, "demo": cmd_demo}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    try:
+        COMMANDS[args.command](args)
+    except SeqlabError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

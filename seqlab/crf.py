@@ -1,0 +1,320 @@
+"""A batched, vectorised linear-chain conditional random field.
+
+Conventions
+-----------
+* batch first everywhere: ``emissions`` (batch, seq_len, num_tags) float, ``tags`` (batch, seq_len)
+  long, ``mask`` (batch, seq_len) bool, True on real tokens. Masks must be left-aligned and every
+  sentence has at least one token (``mask[:, 0]`` all True). ``mask=None`` means "no padding".
+* ``transitions[from, to]`` is the score of moving from tag ``from`` to tag ``to``;
+  ``start_transitions[t]`` / ``end_transitions[t]`` score starting / ending a sentence with ``t``.
+* The score of a path ``y`` of length ``L`` is
+  ``start[y0] + sum_t emissions[t, y_t] + sum_{t>0} transitions[y_{t-1}, y_t] + end[y_{L-1}]``.
+
+Hard constraints (``allowed``, ``allowed_start``, ``allowed_end``) are turned into additive penalty
+buffers holding 0 for allowed moves and ``DISALLOWED_SCORE`` (-10000) for disallowed ones. The
+penalties are added to the parameters once per call, inside every computation, so disallowed paths
+have ~0 probability and never win Viterbi. A finite value (not -inf) keeps gradients NaN-free. The
+n-best decoder, which needs no gradients, excludes disallowed moves outright (-inf), so it returns
+only allowed paths, and fewer than ``k`` (possibly none) if fewer allowed paths exist.
+
+Values at padded positions of ``emissions`` and ``tags`` are ignored: they change no result and
+receive zero gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["CRF", "DISALLOWED_SCORE"]
+
+#: Additive score of a disallowed move (finite so that gradients stay NaN-free).
+DISALLOWED_SCORE = -10000.0
+
+
+def _penalty(allowed: Tensor | None, shape: tuple[int, ...], name: str) -> Tensor:
+    """0 where allowed, DISALLOWED_SCORE where not; all zeros when ``allowed`` is None."""
+    if allowed is None:
+        return torch.zeros(shape)
+    if not isinstance(allowed, Tensor):
+        raise ValueError(f"{name}: expected a bool Tensor of shape {tuple(shape)}, got {type(allowed).__name__}")
+    if allowed.dtype != torch.bool:
+        raise ValueError(f"{name}: expected dtype torch.bool, got {allowed.dtype}")
+    if tuple(allowed.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(allowed.shape)}")
+    return torch.zeros(shape).masked_fill(~allowed.detach().cpu(), DISALLOWED_SCORE)
+
+
+class CRF(nn.Module):
+    """Linear-chain CRF over ``num_tags`` tags.
+
+    Parameters ``transitions`` (num_tags, num_tags), ``start_transitions`` (num_tags,) and
+    ``end_transitions`` (num_tags,) are initialised uniform(-0.1, 0.1).
+
+    Optional hard constraints: ``allowed`` bool (num_tags, num_tags) with ``allowed[i, j]`` True when
+    tag ``j`` may follow tag ``i``; ``allowed_start`` / ``allowed_end`` bool (num_tags,) for the
+    first / last tag of a sentence. They are stored as penalty buffers (saved and moved with the
+    module).
+
+    Methods: :meth:`score`, :meth:`log_partition`, :meth:`nll` (also ``forward``), :meth:`viterbi_tags`,
+    :meth:`decode` (1-best or n-best) and :meth:`marginals`.
+    """
+
+    transition_penalty: Tensor
+    start_penalty: Tensor
+    end_penalty: Tensor
+
+    def __init__(
+        self,
+        num_tags: int,
+        allowed: Tensor | None = None,
+        allowed_start: Tensor | None = None,
+        allowed_end: Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        if isinstance(num_tags, bool) or not isinstance(num_tags, int) or num_tags < 1:
+            raise ValueError(f"num_tags: expected a positive int, got {num_tags!r}")
+        self.num_tags = num_tags
+        self.transitions = nn.Parameter(torch.empty(num_tags, num_tags))  # [from, to]
+        self.start_transitions = nn.Parameter(torch.empty(num_tags))
+        self.end_transitions = nn.Parameter(torch.empty(num_tags))
+        self.reset_parameters()
+        self.register_buffer("transition_penalty", _penalty(allowed, (num_tags, num_tags), "allowed"))
+        self.register_buffer("start_penalty", _penalty(allowed_start, (num_tags,), "allowed_start"))
+        self.register_buffer("end_penalty", _penalty(allowed_end, (num_tags,), "allowed_end"))
+
+    def reset_parameters(self) -> None:
+        for p in (self.transitions, self.start_transitions, self.end_transitions):
+            nn.init.uniform_(p, -0.1, 0.1)
+
+    def extra_repr(self) -> str:
+        constrained = bool(
+            self.transition_penalty.any() or self.start_penalty.any() or self.end_penalty.any()
+        )
+        return f"num_tags={self.num_tags}, constrained={constrained}"
+
+    # ------------------------------------------------------------------ validation / helpers
+
+    def _check(self, emissions: Tensor, mask: Tensor | None, tags: Tensor | None = None) -> Tensor:
+        """Validate inputs; return the mask (all True when None was given)."""
+        if not isinstance(emissions, Tensor):
+            raise ValueError(f"emissions: expected a Tensor, got {type(emissions).__name__}")
+        if emissions.dim() != 3:
+            raise ValueError(
+                f"emissions: expected 3 dims (batch, seq_len, num_tags), got shape {tuple(emissions.shape)}"
+            )
+        if not emissions.is_floating_point():
+            raise ValueError(f"emissions: expected a floating dtype, got {emissions.dtype}")
+        batch, seq_len, num_tags = emissions.shape
+        if num_tags != self.num_tags:
+            raise ValueError(f"emissions: expected last dim num_tags={self.num_tags}, got shape {tuple(emissions.shape)}")
+        if seq_len < 1:
+            raise ValueError(f"emissions: expected seq_len >= 1, got shape {tuple(emissions.shape)}")
+        if mask is None:
+            mask = torch.ones(batch, seq_len, dtype=torch.bool, device=emissions.device)
+        else:
+            if not isinstance(mask, Tensor):
+                raise ValueError(f"mask: expected a bool Tensor, got {type(mask).__name__}")
+            if mask.dtype != torch.bool:
+                raise ValueError(f"mask: expected dtype torch.bool, got {mask.dtype}")
+            if mask.shape != (batch, seq_len):
+                raise ValueError(f"mask: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(mask.shape)}")
+            if not bool(mask[:, 0].all()):
+                bad = (~mask[:, 0]).nonzero().flatten().tolist()
+                raise ValueError(f"mask: expected first column all True (every sentence has >= 1 token), got False in rows {bad}")
+            if seq_len > 1 and bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+                raise ValueError("mask: expected left-aligned masks (no True after a False), got a gap")
+        if tags is not None:
+            if not isinstance(tags, Tensor):
+                raise ValueError(f"tags: expected a long Tensor, got {type(tags).__name__}")
+            if tags.dtype != torch.long:
+                raise ValueError(f"tags: expected dtype torch.long, got {tags.dtype}")
+            if tags.shape != (batch, seq_len):
+                raise ValueError(f"tags: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(tags.shape)}")
+            real = tags[mask]
+            if real.numel() and bool(((real < 0) | (real >= self.num_tags)).any()):
+                raise ValueError(
+                    f"tags: expected values in [0, {self.num_tags}) on real tokens, got min {int(real.min())} max {int(real.max())}"
+                )
+        return mask
+
+    def _potentials(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Transition / start / end scores with the constraint penalties added (once per call)."""
+        return (
+            self.transitions + self.transition_penalty,
+            self.start_transitions + self.start_penalty,
+            self.end_transitions + self.end_penalty,
+        )
+
+    @staticmethod
+    def _trim(emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Cut the time axis to the longest sentence; also return lengths (batch,)."""
+        lengths = mask.sum(1)  # (batch,)
+        max_len = int(lengths.max()) if lengths.numel() else 1
+        return emissions[:, :max_len], mask[:, :max_len], lengths
+
+    # ------------------------------------------------------------------ training
+
+    def score(self, emissions: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Unnormalised score of the given tag sequences, (batch,)."""
+        mask = self._check(emissions, mask, tags)
+        return self._score(emissions, tags, mask)
+
+    def _score(self, emissions: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
+        trans, start, end = self._potentials()
+        tags = tags.masked_fill(~mask, 0)  # padding tags may be anything (e.g. -100)
+        emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq_len)
+        total = start[tags[:, 0]] + emit.masked_fill(~mask, 0.0).sum(1)  # (batch,)
+        if tags.shape[1] > 1:
+            moves = trans[tags[:, :-1], tags[:, 1:]]  # (batch, seq_len - 1)
+            total = total + moves.masked_fill(~mask[:, 1:], 0.0).sum(1)
+        last = tags.gather(1, (mask.sum(1) - 1).unsqueeze(1)).squeeze(1)  # (batch,)
+        return total + end[last]
+
+    def log_partition(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:
+        """log Z (forward algorithm), (batch,)."""
+        mask = self._check(emissions, mask)
+        return self._log_partition(emissions, mask)
+
+    def _forward_alphas(self, emissions: Tensor, mask: Tensor, keep: bool) -> tuple[Tensor, list[Tensor]]:
+        """Run the forward recursion; returns the final alpha (batch, num_tags) and, if ``keep``,
+        every step's alpha. Masked steps keep the previous alpha."""
+        trans, start, _ = self._potentials()
+        trans = trans.unsqueeze(0)  # (1, from, to)
+        mask_t = mask.unsqueeze(2)  # (batch, seq_len, 1)
+        alpha = start + emissions[:, 0]  # (batch, num_tags)
+        alphas = [alpha] if keep else []
+        for t in range(1, emissions.shape[1]):
+            nxt = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emissions[:, t]  # (batch, num_tags)
+            alpha = torch.where(mask_t[:, t], nxt, alpha)
+            if keep:
+                alphas.append(alpha)
+        return alpha, alphas
+
+    def _log_partition(self, emissions: Tensor, mask: Tensor) -> Tensor:
+        emissions, mask, _ = self._trim(emissions, mask)
+        alpha, _ = self._forward_alphas(emissions, mask, keep=False)
+        end = self.end_transitions + self.end_penalty
+        return torch.logsumexp(alpha + end, dim=1)
+
+    def nll(self, emissions: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Per-sentence negative log-likelihood, log Z - score, (batch,). Take ``.mean()`` or
+        ``.sum()`` yourself."""
+        mask = self._check(emissions, mask, tags)
+        return self._log_partition(emissions, mask) - self._score(emissions, tags, mask)
+
+    def forward(self, emissions: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Same as :meth:`nll`."""
+        return self.nll(emissions, tags, mask)
+
+    # ------------------------------------------------------------------ inference
+
+    def marginals(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Posterior tag marginals p(y_t = j | x), (batch, seq_len, num_tags), by forward-backward.
+        Rows sum to 1 on real tokens and are 0 on padding. Differentiable."""
+        mask = self._check(emissions, mask)
+        seq_len = emissions.shape[1]
+        emissions, mask, _ = self._trim(emissions, mask)
+        trans, _, end = self._potentials()
+        alpha, alphas = self._forward_alphas(emissions, mask, keep=True)
+        log_z = torch.logsumexp(alpha + end, dim=1)  # (batch,)
+        # backward: beta_t[i] = log sum_j exp(trans[i, j] + emit_{t+1}[j] + beta_{t+1}[j])
+        trans = trans.unsqueeze(0)  # (1, from, to)
+        mask_t = mask.unsqueeze(2)  # (batch, seq_len, 1)
+        beta = end.expand_as(alpha)  # (batch, num_tags)
+        betas = [beta]
+        for t in range(emissions.shape[1] - 2, -1, -1):
+            nxt = torch.logsumexp(trans + (emissions[:, t + 1] + beta).unsqueeze(1), dim=2)  # (batch, num_tags)
+            beta = torch.where(mask_t[:, t + 1], nxt, beta)
+            betas.append(beta)
+        betas.reverse()
+        log_post = torch.stack(alphas, 1) + torch.stack(betas, 1) - log_z[:, None, None]  # (batch, max_len, num_tags)
+        probs = log_post.exp().masked_fill(~mask_t, 0.0)
+        if probs.shape[1] < seq_len:
+            probs = nn.functional.pad(probs, (0, 0, 0, seq_len - probs.shape[1]))
+        return probs
+
+    @torch.no_grad()
+    def viterbi_tags(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Best tag path per sentence, LongTensor (batch, seq_len), 0 on padding."""
+        mask = self._check(emissions, mask)
+        return self._viterbi(emissions, mask)
+
+    def _viterbi(self, emissions: Tensor, mask: Tensor) -> Tensor:
+        batch, seq_len, num_tags = emissions.shape
+        emissions, mask, _ = self._trim(emissions, mask)
+        trans, start, end = self._potentials()
+        mask_t = mask.unsqueeze(2)  # (batch, max_len, 1)
+        identity = torch.arange(num_tags, device=emissions.device).expand(batch, num_tags)  # (batch, num_tags)
+        score = start + emissions[:, 0]  # (batch, num_tags)
+        backpointers = []
+        for t in range(1, emissions.shape[1]):
+            best, prev = (score.unsqueeze(2) + trans).max(dim=1)  # (batch, num_tags) each, over "from"
+            score = torch.where(mask_t[:, t], best + emissions[:, t], score)
+            backpointers.append(torch.where(mask_t[:, t], prev, identity))  # padding: stay put
+        tag = (score + end).argmax(dim=1, keepdim=True)  # (batch, 1)
+        path = [tag]
+        if backpointers:
+            history = torch.stack(backpointers)  # (max_len - 1, batch, num_tags)
+            for t in range(history.shape[0] - 1, -1, -1):
+                tag = history[t].gather(1, tag)  # (batch, 1)
+                path.append(tag)
+        path.reverse()
+        out = torch.cat(path, dim=1).masked_fill(~mask, 0)  # (batch, max_len)
+        if out.shape[1] < seq_len:
+            out = nn.functional.pad(out, (0, seq_len - out.shape[1]))
+        return out
+
+    @torch.no_grad()
+    def decode(
+        self, emissions: Tensor, mask: Tensor | None = None, nbest: int | None = None
+    ) -> list[list[int]] | list[list[tuple[list[int], float]]]:
+        """Viterbi decoding.
+
+        ``nbest=None``: the best tag list per sentence, cut to its length.
+        ``nbest=k``: per sentence, up to ``k`` distinct ``(tags, score)`` pairs, best first (fewer
+        when fewer distinct allowed paths exist).
+        """
+        if nbest is not None and (isinstance(nbest, bool) or not isinstance(nbest, int) or nbest < 1):
+            raise ValueError(f"nbest: expected None or a positive int, got {nbest!r}")
+        mask = self._check(emissions, mask)
+        if nbest is None:
+            paths = self._viterbi(emissions, mask).tolist()
+            return [p[:n] for p, n in zip(paths, mask.sum(1).tolist())]
+        return self._nbest(emissions, mask, nbest)
+
+    def _nbest(self, emissions: Tensor, mask: Tensor, k: int) -> list[list[tuple[list[int], float]]]:
+        """k-best Viterbi: keep the top-k partial paths ending in each tag at each step."""
+        batch, _, num_tags = emissions.shape
+        emissions, mask, lengths = self._trim(emissions, mask)
+        neg_inf = float("-inf")
+        # disallowed moves are excluded outright here (no gradients needed)
+        trans = self.transitions.masked_fill(self.transition_penalty < 0, neg_inf)
+        start = self.start_transitions.masked_fill(self.start_penalty < 0, neg_inf)
+        end = self.end_transitions.masked_fill(self.end_penalty < 0, neg_inf)
+        trans = trans.t().reshape(1, num_tags, num_tags, 1)  # (1, to, from, 1)
+        mask_t = mask[:, :, None, None]  # (batch, max_len, 1, 1)
+        # flat index (from * k + rank) of "the same partial path", used on padded steps
+        identity = torch.arange(num_tags * k, device=emissions.device).view(1, num_tags, k).expand(batch, -1, -1)
+        score = emissions.new_full((batch, num_tags, k), neg_inf)  # (batch, tag, rank)
+        score[:, :, 0] = start + emissions[:, 0]
+        backpointers = []
+        for t in range(1, emissions.shape[1]):
+            cand = score.unsqueeze(1) + trans  # (batch, to, from, rank)
+            best, idx = cand.flatten(2).topk(k, dim=2)  # (batch, to, k): over (from, rank) pairs
+            score = torch.where(mask_t[:, t], best + emissions[:, t, :, None], score)
+            backpointers.append(torch.where(mask_t[:, t], idx, identity))
+        final, idx = (score + end[:, None]).flatten(1).topk(k, dim=1)  # (batch, k)
+        path = [idx // k]  # tags (batch, k)
+        if backpointers:
+            history = torch.stack(backpointers).flatten(2)  # (max_len - 1, batch, num_tags * k)
+            for t in range(history.shape[0] - 1, -1, -1):
+                idx = history[t].gather(1, idx)  # (batch, k): flat (prev tag, prev rank)
+                path.append(idx // k)
+        path.reverse()
+        paths = torch.stack(path, dim=2).tolist()  # (batch, k, max_len)
+        scores = final.tolist()
+        out = []
+        for b, n in enumerate(lengths.tolist()):
+            out.append([(p[:n], s) for p, s in zip(paths[b], scores[b]) if s != neg_inf])
+        return out

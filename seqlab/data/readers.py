@@ -1,0 +1,207 @@
+"""Readers for column files (CoNLL, BMES) and raw text, and a CoNLL writer.
+
+Column files hold one token per line, fields separated by spaces or tabs, and a blank line between
+sentences. ``-DOCSTART-`` lines are document breaks and are skipped. A line whose first field is
+``#`` is a token (the pound sign in CoNLL-2000), never a comment. Runs of blank lines (empty
+sentences, as in OntoNotes 4) are skipped, counted and logged.
+
+Every problem with the input raises :class:`SeqlabError` naming the file and 1-based line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from typing import IO
+
+from seqlab.data.sentence import Sentence
+from seqlab.errors import SeqlabError
+
+logger = logging.getLogger("seqlab")
+
+PathLike = str | os.PathLike
+Row = tuple[int, list[str]]  # (1-based line number, fields)
+
+_FIELD_SEP = re.compile(r"[ \t]+")
+_BLANK = " \t\r\n"
+DOCSTART = "-DOCSTART-"
+
+
+def _decoded_lines(path: PathLike, encoding: str) -> Iterable[tuple[int, str]]:
+    """Yield (line number, text without line ending) for each line of ``path``."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        raise SeqlabError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise SeqlabError("is a directory, expected a file", path=path) from None
+    except OSError as err:
+        raise SeqlabError(f"cannot open file ({err.strerror})", path=path) from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode(encoding)
+            except UnicodeDecodeError:
+                raise SeqlabError(f"not valid {encoding} text", path=path, line=number) from None
+            if number == 1:
+                text = text.lstrip("\ufeff")
+            yield number, text.rstrip("\r\n")
+
+
+def read_column_blocks(path: PathLike, encoding: str = "utf-8", stats: dict | None = None) -> list[list[Row]]:
+    """Split a column file into sentences: a list of blocks, each a list of (line, fields).
+
+    Checks that every token line has as many fields as the file's first token line. Fills
+    ``stats["empty_skipped"]`` with the number of empty sentences (extra blank lines) skipped.
+    """
+    blocks: list[list[Row]] = []
+    block: list[Row] = []
+    width: int | None = None
+    empty = 0
+    after_break = True  # at file start or right after a -DOCSTART- line
+    for number, text in _decoded_lines(path, encoding):
+        stripped = text.strip(_BLANK)
+        if not stripped:
+            if block:
+                blocks.append(block)
+                block = []
+            elif not after_break:
+                empty += 1
+            after_break = False
+            continue
+        fields = _FIELD_SEP.split(stripped)
+        if fields[0] == DOCSTART:
+            if block:
+                blocks.append(block)
+                block = []
+            after_break = True
+            continue
+        if width is None:
+            width = len(fields)
+        elif len(fields) != width:
+            raise SeqlabError(f"expected {width} columns (as on the first line), got {len(fields)}", path=path, line=number)
+        block.append((number, fields))
+        after_break = False
+    if block:
+        blocks.append(block)
+    if not blocks:
+        raise SeqlabError("no sentences found (empty file?)", path=path)
+    if empty:
+        logger.warning("%s: skipped %d empty sentence(s) (consecutive blank lines)", path, empty)
+    if stats is not None:
+        stats["empty_skipped"] = empty
+    return blocks
+
+
+def _column_index(column: int, width: int, what: str, path: PathLike, line: int) -> int:
+    """Normalize a possibly negative column index, or raise naming the file and line."""
+    if not -width <= column < width:
+        raise SeqlabError(f"{what} {column} is out of range: the file has {width} columns", path=path, line=line)
+    return column % width
+
+
+def _strip_seg_digit(token: str, path: PathLike, line: int) -> str:
+    """Remove the trailing segmentation digit of a Weibo-style character (``科0`` -> ``科``)."""
+    if len(token) < 2 or not token[-1].isdigit():
+        raise SeqlabError(f"expected a character followed by a segmentation digit, got '{token}'", path=path, line=line)
+    return token[:-1]
+
+
+def read_conll(
+    path: PathLike,
+    token_column: int = 0,
+    label_column: int | None = -1,
+    encoding: str = "utf-8",
+    stats: dict | None = None,
+    strip_seg_digit: bool = False,
+) -> list[Sentence]:
+    """Read a whitespace-separated column file into sentences.
+
+    ``label_column=None`` reads unlabeled text. The remaining columns (all but token and label) are
+    kept per token in ``Sentence.extra["columns"]`` so that :func:`write_conll` can write them back.
+    ``strip_seg_digit`` removes the segmentation digit that Weibo NER appends to each character.
+    ``stats``, when given, receives ``"empty_skipped"``: the number of empty sentences skipped.
+    """
+    blocks = read_column_blocks(path, encoding, stats)
+    first_line, first_fields = blocks[0][0]
+    width = len(first_fields)
+    token_at = _column_index(token_column, width, "token_column", path, first_line)
+    label_at = None
+    if label_column is not None:
+        label_at = _column_index(label_column, width, "label_column", path, first_line)
+        if label_at == token_at:
+            raise SeqlabError(f"label_column {label_column} is the token column", path=path, line=first_line)
+    others = [i for i in range(width) if i not in (token_at, label_at)]
+    return [_block_to_sentence(block, token_at, label_at, others, path, strip_seg_digit) for block in blocks]
+
+
+def _block_to_sentence(
+    block: list[Row], token_at: int, label_at: int | None, others: list[int], path: PathLike, strip: bool
+) -> Sentence:
+    tokens = [fields[token_at] for _, fields in block]
+    if strip:
+        tokens = [_strip_seg_digit(tok, path, number) for tok, (number, _) in zip(tokens, block)]
+    labels = None if label_at is None else [fields[label_at] for _, fields in block]
+    columns = [[fields[i] for i in others] for _, fields in block]
+    return Sentence(tokens, labels, source=str(path), line=block[0][0], extra={"columns": columns})
+
+
+def read_bmes(
+    path: PathLike, encoding: str = "utf-8", stats: dict | None = None, strip_seg_digit: bool = False
+) -> list[Sentence]:
+    """Read a Chinese character file, ``char tag`` per line (Resume, OntoNotes 4, MSRA)."""
+    return read_conll(path, 0, -1, encoding=encoding, stats=stats, strip_seg_digit=strip_seg_digit)
+
+
+def read_chars_with_seg_digits(
+    path: PathLike, strip_digit: bool = True, encoding: str = "utf-8", stats: dict | None = None
+) -> list[Sentence]:
+    """Read a Weibo NER file (``科0 B-PER.NAM``), removing each character's segmentation digit."""
+    return read_conll(path, 0, -1, encoding=encoding, stats=stats, strip_seg_digit=strip_digit)
+
+
+def read_raw(path_or_lines: PathLike | Iterable[str], chars: bool = False, encoding: str = "utf-8") -> list[Sentence]:
+    """Read raw text for prediction: one sentence per non-blank line.
+
+    Tokens are whitespace-separated words, or single characters (whitespace dropped) when ``chars``.
+    ``path_or_lines`` is a file path or an iterable of strings (e.g. ``sys.stdin``).
+    """
+    if isinstance(path_or_lines, (str, os.PathLike)):
+        source, numbered = str(path_or_lines), _decoded_lines(path_or_lines, encoding)
+    else:
+        source, numbered = "<stdin>", enumerate(path_or_lines, start=1)
+    sentences = []
+    for number, text in numbered:
+        tokens = [c for c in text if not c.isspace()] if chars else text.split()
+        if tokens:
+            sentences.append(Sentence(tokens, None, source=source, line=number))
+    return sentences
+
+
+def _conll_lines(sentence: Sentence, prediction: Sequence[str]) -> list[str]:
+    """The output lines of one sentence: token, other columns, gold (if any), prediction."""
+    if len(prediction) != len(sentence.tokens):
+        raise ValueError(
+            f"{sentence.source}:{sentence.line}: {len(sentence.tokens)} tokens but {len(prediction)} predicted tags"
+        )
+    columns = sentence.extra.get("columns") or [[] for _ in sentence.tokens]
+    gold = sentence.labels if sentence.labels is not None else [None] * len(sentence.tokens)
+    lines = []
+    for token, other, label, pred in zip(sentence.tokens, columns, gold, prediction):
+        fields = [token, *other] + ([label] if label is not None else []) + [pred]
+        lines.append(" ".join(fields))
+    return lines
+
+
+def write_conll(sentences: Sequence[Sentence], predictions: Sequence[Sequence[str]], path_or_file: PathLike | IO[str]) -> None:
+    """Write sentences with their predicted tags in conlleval format, a blank line after each sentence."""
+    if len(sentences) != len(predictions):
+        raise ValueError(f"{len(sentences)} sentences but {len(predictions)} predictions")
+    text = "".join("\n".join(_conll_lines(s, p)) + "\n\n" for s, p in zip(sentences, predictions))
+    if isinstance(path_or_file, (str, os.PathLike)):
+        with open(path_or_file, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path_or_file.write(text)

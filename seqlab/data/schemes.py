@@ -1,0 +1,228 @@
+"""Tag schemes: chunk extraction, conversion, detection and transition constraints.
+
+A tag is ``PREFIX-TYPE`` (split on the first ``-``), a bare ``PREFIX`` (type ``""``) or ``O``.
+Supported schemes and their prefixes:
+
+* ``IOB1``  -- I, B, O; a chunk starts with I unless it directly follows a chunk of the same type.
+* ``BIO``   -- (alias ``IOB2``) B, I, O; every chunk starts with B.
+* ``BIOES`` -- (alias ``IOBES``) B, I, E, S, O.
+* ``BMES``  -- B, M, E, S, O (Chinese NER files); the same structure as BIOES with M in place of I.
+
+Chunk extraction follows conlleval's ``startOfChunk``/``endOfChunk`` rules, so malformed sequences
+are scored exactly as conlleval scores them (``O I-PER`` starts a chunk at the I, ``B-PER I-LOC`` is
+two chunks). The rules are generalised to E and S (a chunk always ends after E or S; B and S always
+start one) and M is read as I. Extraction is the same for every scheme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from seqlab.errors import SeqlabError
+
+Span = tuple[str, int, int]  # (type, start, end_exclusive)
+
+SCHEMES = ("IOB1", "BIO", "BIOES", "BMES")
+_ALIASES = {"IOB1": "IOB1", "BIO": "BIO", "IOB2": "BIO", "BIOES": "BIOES", "IOBES": "BIOES", "BMES": "BMES"}
+_PREFIXES = {
+    "IOB1": frozenset("BIO"),
+    "BIO": frozenset("BIO"),
+    "BIOES": frozenset("BIOES"),
+    "BMES": frozenset("BMESO"),
+}
+_ALL_PREFIXES = frozenset("BIMESO")
+_OUTSIDE = ("O", "")
+
+
+def normalize_scheme(name: str) -> str:
+    """Return the canonical scheme name for ``name`` (case-insensitive, aliases accepted)."""
+    canonical = _ALIASES.get(str(name).strip().upper())
+    if canonical is None:
+        raise SeqlabError(f"unknown tag scheme '{name}' (expected one of {', '.join(SCHEMES)})")
+    return canonical
+
+
+def split_tag(tag: str) -> tuple[str, str] | None:
+    """Split ``tag`` into (prefix, type); ``None`` when the prefix is not one of B, I, M, E, S, O.
+
+    ``O`` always has type ``""``.
+    """
+    prefix, _, chunk_type = tag.partition("-")
+    if prefix not in _ALL_PREFIXES:
+        return None
+    if prefix == "O":
+        return _OUTSIDE
+    return prefix, chunk_type
+
+
+def _parse(tag: str, scheme: str) -> tuple[str, str]:
+    """Split ``tag`` for chunk extraction, reading M as I; raise SeqlabError on an unknown prefix."""
+    parts = split_tag(tag)
+    if parts is None:
+        raise SeqlabError(f"tag '{tag}' is not a {scheme} tag (expected O or a B-, I-, M-, E-, S- prefix)")
+    prefix, chunk_type = parts
+    return ("I" if prefix == "M" else prefix), chunk_type
+
+
+def _end_of_chunk(prev: tuple[str, str], cur: tuple[str, str]) -> bool:
+    """conlleval's endOfChunk: does the chunk containing ``prev`` end before ``cur``?"""
+    prev_tag, prev_type = prev
+    tag, chunk_type = cur
+    if prev_tag in ("E", "S"):
+        return True
+    if prev_tag in ("B", "I") and tag in ("B", "S", "O"):
+        return True
+    return prev_tag != "O" and prev_type != chunk_type
+
+
+def _start_of_chunk(prev: tuple[str, str], cur: tuple[str, str]) -> bool:
+    """conlleval's startOfChunk: does a chunk start at ``cur``?"""
+    prev_tag, prev_type = prev
+    tag, chunk_type = cur
+    if tag in ("B", "S"):
+        return True
+    if tag in ("I", "E") and prev_tag in ("E", "S", "O"):
+        return True
+    return tag != "O" and prev_type != chunk_type
+
+
+def get_spans(tags: Sequence[str], scheme: str = "BIO") -> list[Span]:
+    """Return the chunks of ``tags`` as (type, start, end_exclusive), in order, conlleval-style."""
+    scheme = normalize_scheme(scheme)
+    spans: list[Span] = []
+    prev = _OUTSIDE
+    start: int | None = None
+    for i, tag in enumerate(tags):
+        cur = _parse(tag, scheme)
+        if start is not None and _end_of_chunk(prev, cur):
+            spans.append((prev[1], start, i))
+            start = None
+        if _start_of_chunk(prev, cur):
+            start = i
+        prev = cur
+    if start is not None:
+        spans.append((prev[1], start, len(tags)))
+    return spans
+
+
+def _tag(prefix: str, chunk_type: str) -> str:
+    return f"{prefix}-{chunk_type}" if chunk_type else prefix
+
+
+def spans_to_tags(spans: Iterable[Span], length: int, scheme: str) -> list[str]:
+    """Render non-overlapping ``spans`` as a well-formed tag sequence of ``length`` in ``scheme``."""
+    scheme = normalize_scheme(scheme)
+    tags = ["O"] * length
+    prev_end, prev_type = -1, None
+    for chunk_type, start, end in sorted(spans, key=lambda s: s[1]):
+        tags[start:end] = _render_chunk(chunk_type, end - start, scheme, start == prev_end and chunk_type == prev_type)
+        prev_end, prev_type = end, chunk_type
+    return tags
+
+
+def _render_chunk(chunk_type: str, size: int, scheme: str, follows_same_type: bool) -> list[str]:
+    """The tags of one chunk of ``size`` tokens."""
+    inside = "M" if scheme == "BMES" else "I"
+    if scheme == "IOB1":
+        first = "B" if follows_same_type else "I"
+        return [_tag(first, chunk_type)] + [_tag("I", chunk_type)] * (size - 1)
+    if scheme == "BIO":
+        return [_tag("B", chunk_type)] + [_tag("I", chunk_type)] * (size - 1)
+    if size == 1:
+        return [_tag("S", chunk_type)]
+    return [_tag("B", chunk_type)] + [_tag(inside, chunk_type)] * (size - 2) + [_tag("E", chunk_type)]
+
+
+def convert(tags: Sequence[str], src: str, dst: str) -> list[str]:
+    """Convert ``tags`` from scheme ``src`` to scheme ``dst`` through their chunks.
+
+    Lossless for well-formed input: ``convert(convert(t, A, B), B, A) == t``.
+    """
+    return spans_to_tags(get_spans(tags, src), len(tags), dst)
+
+
+def detect_scheme(tag_sequences: Iterable[Sequence[str]]) -> str:
+    """Guess the scheme of a corpus from its tag sequences.
+
+    M- present -> BMES; else E- or S- present -> BIOES; else IOB1 when some chunk starts with I-
+    (after O, the sentence start or another type) and every B- follows the same type; else BIO.
+    """
+    prefixes: set[str] = set()
+    chunk_starting_i = False
+    b_after_other = False
+    for tags in tag_sequences:
+        prev = _OUTSIDE
+        for tag in tags:
+            cur = split_tag(tag) or _OUTSIDE
+            prefixes.add(cur[0])
+            starts_new_type = prev[0] == "O" or prev[1] != cur[1]
+            if cur[0] == "I" and starts_new_type:
+                chunk_starting_i = True
+            if cur[0] == "B" and starts_new_type:
+                b_after_other = True
+            prev = cur
+    if "M" in prefixes:
+        return "BMES"
+    if prefixes & {"E", "S"}:
+        return "BIOES"
+    if chunk_starting_i and not b_after_other:
+        return "IOB1"
+    return "BIO"
+
+
+def _may_follow(prev: tuple[str, str], cur: tuple[str, str], scheme: str) -> bool:
+    """May tag ``cur`` directly follow ``prev`` in a well-formed ``scheme`` sequence?"""
+    (p, p_type), (c, c_type) = prev, cur
+    same = p != "O" and p_type == c_type
+    if scheme == "BIO":
+        return c != "I" or same
+    if scheme == "IOB1":
+        return c != "B" or same
+    inside = "M" if scheme == "BMES" else "I"
+    if p in ("B", inside):
+        return c in (inside, "E") and p_type == c_type
+    return c in ("O", "B", "S")
+
+
+def _may_start(cur: tuple[str, str], scheme: str) -> bool:
+    if scheme == "BIO":
+        return cur[0] in ("O", "B")
+    if scheme == "IOB1":
+        return cur[0] in ("O", "I")
+    return cur[0] in ("O", "B", "S")
+
+
+def _may_end(cur: tuple[str, str], scheme: str) -> bool:
+    if scheme in ("BIO", "IOB1"):
+        return True
+    return cur[0] in ("O", "E", "S")
+
+
+def allowed_transitions(
+    tags: Sequence[str], scheme: str
+) -> tuple[list[list[bool]], list[bool], list[bool]]:
+    """Hard transition constraints for a CRF over the tag vocabulary ``tags``.
+
+    Returns ``(allowed, start, end)``: ``allowed[i][j]`` is True when ``tags[i]`` may be followed by
+    ``tags[j]`` (the ``transitions[from, to]`` convention), ``start[j]`` when a sequence may begin
+    with ``tags[j]``, ``end[i]`` when it may finish with ``tags[i]``. Tags that are not tags of the
+    scheme (``<pad>``, or an E- tag under BIO) allow nothing to or from them.
+    """
+    scheme = normalize_scheme(scheme)
+    parsed = [_scheme_tag(tag, scheme) for tag in tags]
+    allowed = [
+        [p is not None and c is not None and _may_follow(p, c, scheme) for c in parsed] for p in parsed
+    ]
+    start = [c is not None and _may_start(c, scheme) for c in parsed]
+    end = [c is not None and _may_end(c, scheme) for c in parsed]
+    return allowed, start, end
+
+
+def _scheme_tag(tag: str, scheme: str) -> tuple[str, str] | None:
+    """(prefix, type) of ``tag`` when it is a tag of ``scheme``, else None."""
+    parts = split_tag(tag)
+    if parts is None or parts[0] not in _PREFIXES[scheme]:
+        return None
+    if parts[0] == "O" and tag != "O":
+        return None
+    return parts

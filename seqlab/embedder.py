@@ -1,0 +1,81 @@
+"""Token representations: word lookup + character features + casing, concatenated.
+
+Character encoders see padded characters as zero vectors (``padding_idx``) and mask them before
+pooling, so a word's features never depend on the longest word of its batch.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from seqlab.data.batching import Batch
+
+
+class CharCNN(nn.Module):
+    """Ma and Hovy (2016): char embeddings -> 1-d convolution -> masked max over characters."""
+
+    def __init__(self, num_chars: int, dim: int, filters: int, kernel: int):
+        super().__init__()
+        self.embed = nn.Embedding(num_chars, dim, padding_idx=0)
+        self.conv = nn.Conv1d(dim, filters, kernel, padding=kernel // 2)
+        self.output_dim = filters
+
+    def forward(self, chars: Tensor) -> Tensor:
+        """chars (words, max_word_len) -> (words, filters)"""
+        char_mask = chars.ne(0)  # (words, chars)
+        x = self.embed(chars).transpose(1, 2)  # (words, dim, chars)
+        h = self.conv(x)[:, :, : chars.shape[1]]  # (words, filters, chars); even kernels emit one extra
+        h = h.masked_fill(~char_mask.unsqueeze(1), float("-inf"))
+        return h.max(dim=2).values
+
+
+class CharLSTM(nn.Module):
+    """Lample et al. (2016): char BiLSTM; the word is the concatenation of the two final states."""
+
+    def __init__(self, num_chars: int, dim: int, hidden: int):
+        super().__init__()
+        self.embed = nn.Embedding(num_chars, dim, padding_idx=0)
+        self.lstm = nn.LSTM(dim, hidden // 2, batch_first=True, bidirectional=True)
+        self.output_dim = 2 * (hidden // 2)
+
+    def forward(self, chars: Tensor) -> Tensor:
+        """chars (words, max_word_len) -> (words, hidden)"""
+        lengths = chars.ne(0).sum(1).clamp(min=1).cpu()
+        packed = pack_padded_sequence(self.embed(chars), lengths, batch_first=True, enforce_sorted=False)
+        _, (h, _) = self.lstm(packed)  # h: (2, words, hidden/2)
+        return torch.cat([h[0], h[1]], dim=-1)
+
+
+class Embedder(nn.Module):
+    """Maps a :class:`Batch` to (batch, seq_len, output_dim)."""
+
+    def __init__(self, num_words: int, word_dim: int, num_chars: int, char_type: str, char_dim: int,
+                 char_hidden: int, char_kernel: int, casing_dim: int, num_casing: int, dropout: float,
+                 pretrained: Tensor | None = None, freeze: bool = False):
+        super().__init__()
+        self.word = nn.Embedding(num_words, word_dim, padding_idx=0)
+        if pretrained is not None:
+            self.word.weight.data.copy_(pretrained)
+        self.word.weight.requires_grad_(not freeze)
+        self.char: nn.Module | None = None
+        if char_type == "cnn":
+            self.char = CharCNN(num_chars, char_dim, char_hidden, char_kernel)
+        elif char_type == "lstm":
+            self.char = CharLSTM(num_chars, char_dim, char_hidden)
+        self.casing = nn.Embedding(num_casing, casing_dim, padding_idx=0) if casing_dim else None
+        self.dropout = nn.Dropout(dropout)
+        self.output_dim = word_dim + (self.char.output_dim if self.char else 0) + casing_dim
+
+    def forward(self, batch: Batch) -> Tensor:
+        parts = [self.word(batch.words)]  # (batch, seq, word_dim)
+        if self.char is not None:
+            flat = batch.chars[batch.mask]  # (real_words, max_word_len): only real words are encoded
+            char_feats = self.char(flat)  # (real_words, char_out)
+            full = char_feats.new_zeros(*batch.mask.shape, char_feats.shape[-1])
+            full[batch.mask] = char_feats  # (batch, seq, char_out)
+            parts.append(full)
+        if self.casing is not None:
+            parts.append(self.casing(batch.casing))
+        return self.dropout(torch.cat(parts, dim=-1))

@@ -1,0 +1,140 @@
+"""conlleval-compatible scoring: chunk precision / recall / F1 and token accuracy.
+
+A predicted chunk is correct only when a gold chunk has the same type, start and end. Chunks are
+extracted with :func:`seqlab.data.schemes.get_spans`, which follows conlleval's rules, so malformed
+sequences (``O I-PER``) are scored as conlleval scores them. All numbers are percentages; precision
+is 0 when nothing is predicted, recall 0 when there is nothing to find, F1 0 when both are 0.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from seqlab.data.readers import PathLike, read_column_blocks
+from seqlab.data.schemes import get_spans, normalize_scheme, split_tag
+from seqlab.errors import SeqlabError
+
+
+@dataclass
+class TypeScore:
+    """Scores of one chunk type."""
+
+    precision: float
+    recall: float
+    f1: float
+    found_gold: int
+    found_pred: int
+    correct: int
+
+
+@dataclass
+class Scores:
+    """Overall scores (percent) with the conlleval counts and a breakdown per chunk type."""
+
+    precision: float
+    recall: float
+    f1: float
+    accuracy: float
+    found_gold: int
+    found_pred: int
+    correct: int
+    tokens: int
+    per_type: dict[str, TypeScore] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """The raw counts: found_gold, found_pred, correct, tokens."""
+        return {"found_gold": self.found_gold, "found_pred": self.found_pred, "correct": self.correct, "tokens": self.tokens}
+
+
+def _prf(found_gold: int, found_pred: int, correct: int) -> tuple[float, float, float]:
+    """conlleval's precision, recall and FB1 (beta 1), in percent."""
+    precision = 100.0 * correct / found_pred if found_pred else 0.0
+    recall = 100.0 * correct / found_gold if found_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def _check_lengths(gold_sequences: Sequence[Sequence[str]], pred_sequences: Sequence[Sequence[str]]) -> None:
+    if len(gold_sequences) != len(pred_sequences):
+        raise SeqlabError(f"{len(gold_sequences)} gold sentences but {len(pred_sequences)} predicted")
+    for number, (gold, pred) in enumerate(zip(gold_sequences, pred_sequences), start=1):
+        if len(gold) != len(pred):
+            raise SeqlabError(f"sentence {number}: {len(gold)} gold tags but {len(pred)} predicted")
+
+
+def token_accuracy(gold_sequences: Sequence[Sequence[str]], pred_sequences: Sequence[Sequence[str]]) -> float:
+    """Percentage of tokens whose predicted tag equals the gold tag (0 when there are no tokens)."""
+    _check_lengths(gold_sequences, pred_sequences)
+    total = sum(len(gold) for gold in gold_sequences)
+    right = sum(g == p for gold, pred in zip(gold_sequences, pred_sequences) for g, p in zip(gold, pred))
+    return 100.0 * right / total if total else 0.0
+
+
+def span_f1(
+    gold_sequences: Sequence[Sequence[str]], pred_sequences: Sequence[Sequence[str]], scheme: str = "BIO"
+) -> Scores:
+    """Score predicted tag sequences against gold ones, chunk by chunk, as conlleval does."""
+    scheme = normalize_scheme(scheme)
+    accuracy = token_accuracy(gold_sequences, pred_sequences)
+    gold_counts: Counter[str] = Counter()
+    pred_counts: Counter[str] = Counter()
+    correct_counts: Counter[str] = Counter()
+    for gold, pred in zip(gold_sequences, pred_sequences):
+        gold_spans = get_spans(gold, scheme)
+        pred_spans = get_spans(pred, scheme)
+        gold_counts.update(t for t, _, _ in gold_spans)
+        pred_counts.update(t for t, _, _ in pred_spans)
+        correct_counts.update(t for t, _, _ in set(gold_spans) & set(pred_spans))
+    per_type = {}
+    for chunk_type in sorted(gold_counts.keys() | pred_counts.keys()):
+        counts = (gold_counts[chunk_type], pred_counts[chunk_type], correct_counts[chunk_type])
+        per_type[chunk_type] = TypeScore(*_prf(*counts), *counts)
+    totals = (sum(gold_counts.values()), sum(pred_counts.values()), sum(correct_counts.values()))
+    tokens = sum(len(gold) for gold in gold_sequences)
+    return Scores(*_prf(*totals), accuracy, *totals, tokens, per_type)
+
+
+def format_report(scores: Scores) -> str:
+    """conlleval's text report: totals, overall line and one line per chunk type."""
+    lines = [
+        f"processed {scores.tokens} tokens with {scores.found_gold} phrases; "
+        f"found: {scores.found_pred} phrases; correct: {scores.correct}."
+    ]
+    if scores.tokens:
+        lines.append(
+            f"accuracy: {scores.accuracy:6.2f}%; precision: {scores.precision:6.2f}%; "
+            f"recall: {scores.recall:6.2f}%; FB1: {scores.f1:6.2f}"
+        )
+    for chunk_type, ts in scores.per_type.items():
+        lines.append(
+            f"{chunk_type:>17}: precision: {ts.precision:6.2f}%; recall: {ts.recall:6.2f}%; "
+            f"FB1: {ts.f1:6.2f}  {ts.found_pred}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def score_file(path: PathLike, scheme: str = "BIO", encoding: str = "utf-8") -> Scores:
+    """Score a conlleval-format file: the last two columns of each line are gold and predicted tags."""
+    scheme = normalize_scheme(scheme)
+    blocks = read_column_blocks(path, encoding)
+    first_line, first_fields = blocks[0][0]
+    if len(first_fields) < 2:
+        raise SeqlabError("expected at least 2 columns (gold and predicted tag)", path=path, line=first_line)
+    for block in blocks:
+        _check_tags(block, path)
+    gold = [[fields[-2] for _, fields in block] for block in blocks]
+    pred = [[fields[-1] for _, fields in block] for block in blocks]
+    return span_f1(gold, pred, scheme)
+
+
+def _check_tags(block: list[tuple[int, list[str]]], path: PathLike) -> None:
+    """Raise on a gold or predicted tag without a chunk prefix, naming its line."""
+    for number, fields in block:
+        for tag in fields[-2:]:
+            if split_tag(tag) is None:
+                raise SeqlabError(
+                    f"tag '{tag}' is not a chunk tag (expected O or a B-, I-, M-, E-, S- prefix)", path=path, line=number
+                )

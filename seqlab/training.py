@@ -1,0 +1,207 @@
+"""The training loop, multi-seed runs and evaluation of saved models.
+
+Layout of an output folder:
+    model/              best-dev model (config.json, vocab.json, model.safetensors)
+    checkpoint/         last epoch: model files + optimiser and trainer state (for --resume)
+    log.jsonl           one JSON line per epoch: loss, lr, dev scores, seconds, sentences/s, tokens/s
+    curves.png          loss and dev metric per epoch
+    results.json        dev and test scores of the best model
+    test.predictions.txt  conlleval-format predictions of the best model on the test set
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from seqlab.checkpoint import load_checkpoint, save_checkpoint
+from seqlab.config import ExperimentConfig, TrainConfig
+from seqlab.data.batching import make_batches
+from seqlab.data.corpus import load_corpus, read_file
+from seqlab.data.readers import write_conll
+from seqlab.errors import SeqlabError
+from seqlab.io import append_line, atomic_write_json, atomic_write_text
+from seqlab.metrics import Scores
+from seqlab.plotting import plot_curves
+from seqlab.tagger import Tagger
+
+log = logging.getLogger("seqlab")
+
+
+@dataclass
+class TrainResult:
+    """What a finished run reports; ``dev``/``test`` are the best model's scores."""
+
+    out_dir: Path
+    best_epoch: int
+    dev: dict
+    test: dict | None
+    epochs_run: int
+    train_sentences_per_s: float
+
+
+def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return torch.optim.NAdam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def learning_rate(cfg: TrainConfig, epoch: int) -> float:
+    """lr_t = lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule)."""
+    return cfg.lr / (1.0 + cfg.lr_decay * epoch)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def scores_dict(scores: Scores) -> dict:
+    """The headline numbers of a :class:`Scores`, for logs."""
+    out = {"f1": scores.f1, "precision": scores.precision, "recall": scores.recall, "accuracy": scores.accuracy}
+    if scores.per_type:
+        out["per_type"] = {t: {"precision": s.precision, "recall": s.recall, "f1": s.f1}
+                           for t, s in scores.per_type.items()}
+    return out
+
+
+def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None = None, resume: bool = False,
+          progress: bool = True) -> TrainResult:
+    """Train one model; early stopping on the dev metric; the best model is saved to ``out_dir/model``."""
+    out = Path(out_dir)
+    cfg = config.train
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    seed_everything(cfg.seed)
+    corpus = load_corpus(config.data, data_root)
+    metric = config.metric
+    ckpt_dir = out / "checkpoint"
+    if resume and (ckpt_dir / "trainer.json").is_file():
+        tagger = Tagger.load(ckpt_dir)
+        opt_state, state, rng, _ = load_checkpoint(ckpt_dir)
+        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
+        optimizer.load_state_dict(opt_state)
+        torch.set_rng_state(rng)
+        log.info("resuming from %s after epoch %d", ckpt_dir, state["epoch"])
+    else:
+        if resume:
+            log.warning("no checkpoint in %s: starting from scratch", ckpt_dir)
+        if out.exists() and (out / "log.jsonl").exists():
+            (out / "log.jsonl").unlink()
+        tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
+        state = {"epoch": 0, "best": -math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
+    net = tagger.net
+    params = [p for p in net.parameters() if p.requires_grad]
+    train_enc = tagger.encode(corpus.train, with_tags=True)
+    tagger.encode(corpus.dev, with_tags=True)  # fail early on dev labels unseen in training
+    n_tokens = sum(len(e.words) for e in train_enc)
+    log.info("train %d sentences (%d tokens), dev %d, test %d; %d labels (%s scheme, trained as %s); %d parameters",
+             len(train_enc), n_tokens, len(corpus.dev), len(corpus.test), len(tagger.tags), corpus.scheme,
+             tagger.train_scheme, sum(p.numel() for p in params))
+
+    speeds = []
+    while state["epoch"] < cfg.max_epochs and state["bad_epochs"] < cfg.patience:
+        epoch = state["epoch"]
+        lr = learning_rate(cfg, epoch)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batches = make_batches(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
+                               rng=random.Random(cfg.seed * 100_003 + epoch))
+        net.train()
+        total_loss, start = 0.0, time.perf_counter()
+        bar = tqdm(batches, desc=f"epoch {epoch + 1}/{cfg.max_epochs}", disable=not progress, leave=False,
+                   mininterval=0.5, unit="batch")
+        for batch in bar:
+            losses = net.loss(batch)  # (batch,)
+            loss = losses.sum() if cfg.loss_reduction == "sum" else losses.mean()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.clip:
+                torch.nn.utils.clip_grad_norm_(params, cfg.clip)
+            optimizer.step()
+            total_loss += float(losses.detach().sum())
+        train_seconds = time.perf_counter() - start
+        dev_start = time.perf_counter()
+        dev_scores, _ = tagger.evaluate(corpus.dev)
+        dev_seconds = time.perf_counter() - dev_start
+        record = {"epoch": epoch + 1, "loss": total_loss / len(train_enc), "lr": lr,
+                  "dev": scores_dict(dev_scores), "seconds": round(train_seconds, 3),
+                  "dev_seconds": round(dev_seconds, 3),
+                  "sentences_per_s": round(len(train_enc) / train_seconds, 1),
+                  "tokens_per_s": round(n_tokens / train_seconds, 1)}
+        speeds.append(record["sentences_per_s"])
+        value = record["dev"][metric]
+        state["epoch"] = epoch + 1
+        if value > state["best"]:
+            state.update(best=value, best_epoch=epoch + 1, bad_epochs=0)
+            tagger.save(out / "model")
+        else:
+            state["bad_epochs"] += 1
+        state["history"].append(record)
+        append_line(out / "log.jsonl", json.dumps(record))
+        save_checkpoint(ckpt_dir, tagger, optimizer, state)
+        log.info("epoch %d  loss %.3f  dev %s %.2f%s  %.1fs (%.0f sent/s)", epoch + 1, record["loss"], metric,
+                 value, " *" if state["best_epoch"] == epoch + 1 else "", train_seconds, record["sentences_per_s"])
+
+    plot_curves(state["history"], out / "curves.png", metric)
+    best = Tagger.load(out / "model")
+    dev_scores, _ = best.evaluate(corpus.dev)
+    test = None
+    if corpus.test:
+        test_scores, pred = best.evaluate(corpus.test)
+        test = scores_dict(test_scores)
+        write_conll(corpus.test, pred, out / "test.predictions.txt")
+    results = {"best_epoch": state["best_epoch"], "epochs_run": state["epoch"], "metric": metric,
+               "dev": scores_dict(dev_scores), "test": test, "seed": cfg.seed,
+               "train_sentences_per_s": round(statistics.fmean(speeds), 1) if speeds else None}
+    atomic_write_json(out / "results.json", results)
+    return TrainResult(out, state["best_epoch"], results["dev"], test, state["epoch"],
+                       results["train_sentences_per_s"] or 0.0)
+
+
+def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int], data_root: str | None = None,
+                resume: bool = False, progress: bool = True) -> dict:
+    """One run per seed in ``out_dir/seed-N``; returns and writes mean, std and max of the dev/test metric."""
+    out = Path(out_dir)
+    results = []
+    for seed in seeds:
+        cfg = config.model_copy(update={"train": config.train.model_copy(update={"seed": seed})})
+        results.append(train(cfg, out / f"seed-{seed}", data_root, resume, progress))
+    metric = config.metric
+    summary: dict = {"metric": metric, "seeds": seeds}
+    for split in ("dev", "test"):
+        values = [getattr(r, split)[metric] for r in results if getattr(r, split)]
+        if values:
+            summary[split] = {"values": values, "mean": statistics.fmean(values),
+                              "std": statistics.stdev(values) if len(values) > 1 else 0.0, "max": max(values)}
+    atomic_write_json(out / "summary.json", summary)
+    return summary
+
+
+def evaluate(model: Tagger | str | Path, data: str | Path, output: str | Path | None = None,
+             batch_size: int | None = None) -> Scores:
+    """Score a model on a labeled file (read in the model's own data format); optionally write predictions."""
+    tagger = model if isinstance(model, Tagger) else Tagger.load(model)
+    sentences = read_file(Path(data), tagger.config.data)
+    if any(s.labels is None for s in sentences):
+        raise SeqlabError("evaluation needs gold labels", path=data)
+    scores, pred = tagger.evaluate(sentences, batch_size)
+    if output:
+        write_conll(sentences, pred, output)
+    return scores

@@ -1,0 +1,45 @@
+"""Shared fixtures: a tiny chunking corpus cut from the bundled CoNLL-2000 sample and small configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seqlab.config import config_from_dict
+
+SAMPLE = Path(__file__).resolve().parents[1] / "seqlab" / "resources" / "conll2000" / "train.txt"
+
+
+def first_sentences(path: Path, n: int) -> str:
+    blocks = path.read_text(encoding="utf-8").split("\n\n")
+    return "\n\n".join(blocks[:n]) + "\n"
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path: Path) -> Path:
+    """20 training sentences (also used as dev/test: the overfitting check)."""
+    p = tmp_path / "tiny.txt"
+    p.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
+    return p
+
+
+def tiny_config(path: Path, **over) -> object:
+    """A small BiLSTM-CRF chunker config on ``path``; ``over`` replaces top-level sections."""
+    raw = {
+        "task": "chunking",
+        "data": {"train": str(path), "dev": str(path), "test": str(path), "label_column": 2, "scheme": "BIO"},
+        "model": {"embedder": {"word": {"dim": 16, "pretrained": None}, "char": {"type": "cnn", "dim": 8, "hidden": 8},
+                               "casing_dim": 4, "dropout": 0.0},
+                  "encoders": [{"type": "bilstm", "hidden": 32, "dropout": 0.0}],
+                  "decoder": {"type": "crf"}},
+        "train": {"optimizer": "adam", "lr": 0.01, "lr_decay": 0.0, "batch_size": 5, "max_epochs": 40,
+                  "patience": 40, "loss_reduction": "mean", "seed": 3},
+    }
+    for key, value in over.items():
+        section, _, sub = key.partition("__")
+        if sub:
+            raw[section][sub] = value
+        else:
+            raw[section] = value
+    return config_from_dict(raw)

@@ -1,0 +1,161 @@
+"""Tag schemes: conlleval chunk rules, lossless conversion, detection, CRF constraints."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from seqlab.data.schemes import (
+    allowed_transitions,
+    convert,
+    detect_scheme,
+    get_spans,
+    normalize_scheme,
+    spans_to_tags,
+)
+from seqlab.errors import SeqlabError
+
+SCHEMES = ["IOB1", "BIO", "BIOES", "BMES"]
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [("bio", "BIO"), ("IOB2", "BIO"), ("iob1", "IOB1"), ("iobes", "BIOES"), ("BIOES", "BIOES"), ("Bmes", "BMES")],
+)
+def test_normalize_scheme_aliases(name, expected):
+    assert normalize_scheme(name) == expected
+
+
+def test_unknown_scheme_message():
+    with pytest.raises(SeqlabError) as err:
+        normalize_scheme("BILOU")
+    assert str(err.value) == "unknown tag scheme 'BILOU' (expected one of IOB1, BIO, BIOES, BMES)"
+
+
+@pytest.mark.parametrize(
+    "tags, spans",
+    [
+        ("B-PER I-PER O B-LOC", [("PER", 0, 2), ("LOC", 3, 4)]),
+        ("O I-PER I-PER", [("PER", 1, 3)]),  # conlleval: I after O starts a chunk
+        ("B-PER I-LOC", [("PER", 0, 1), ("LOC", 1, 2)]),
+        ("I-PER B-PER", [("PER", 0, 1), ("PER", 1, 2)]),  # IOB1 adjacent chunks
+        ("B-PER B-PER", [("PER", 0, 1), ("PER", 1, 2)]),
+        ("I-PER I-LOC I-LOC", [("PER", 0, 1), ("LOC", 1, 3)]),
+        ("B I O B", [("", 0, 2), ("", 3, 4)]),  # untyped tags
+        ("B-PER-NAM I-PER-NAM", [("PER-NAM", 0, 2)]),  # type split on the first dash
+        ("B-X I-X E-X S-X O", [("X", 0, 3), ("X", 3, 4)]),
+        ("B-X M-X E-X S-Y", [("X", 0, 3), ("Y", 3, 4)]),
+        ("E-X E-X", [("X", 0, 1), ("X", 1, 2)]),
+        ("S-X I-X", [("X", 0, 1), ("X", 1, 2)]),
+        ("O E-X", [("X", 1, 2)]),
+        ("", []),
+    ],
+)
+def test_get_spans_conlleval_rules(tags, spans):
+    assert get_spans(tags.split(), "BIO") == spans
+
+
+def test_get_spans_rejects_unknown_prefix():
+    with pytest.raises(SeqlabError, match="'PER'"):
+        get_spans(["PER"], "BIO")
+
+
+def _random_spans(rng: random.Random, length: int) -> list[tuple[str, int, int]]:
+    spans, i = [], 0
+    while i < length:
+        if rng.random() < 0.4:
+            size = rng.randint(1, min(4, length - i))
+            spans.append((rng.choice(["PER", "LOC", ""]), i, i + size))
+            i += size
+        else:
+            i += 1
+    return spans
+
+
+@given(st.randoms(use_true_random=False), st.integers(0, 12), st.sampled_from(SCHEMES), st.sampled_from(SCHEMES))
+def test_convert_round_trip(rng, length, src, dst):
+    spans = _random_spans(rng, length)
+    tags = spans_to_tags(spans, length, src)
+    assert get_spans(tags, src) == spans
+    there = convert(tags, src, dst)
+    assert get_spans(there, dst) == spans
+    assert convert(there, dst, src) == tags
+
+
+def test_convert_examples():
+    bio = "B-PER I-PER O B-LOC B-LOC I-LOC I-LOC".split()
+    assert convert(bio, "BIO", "BIOES") == "B-PER E-PER O S-LOC B-LOC I-LOC E-LOC".split()
+    assert convert(bio, "BIO", "BMES") == "B-PER E-PER O S-LOC B-LOC M-LOC E-LOC".split()
+    assert convert(bio, "BIO", "IOB1") == "I-PER I-PER O I-LOC B-LOC I-LOC I-LOC".split()
+    assert convert("O I-PER".split(), "IOB1", "BIO") == ["O", "B-PER"]
+
+
+@pytest.mark.parametrize(
+    "corpus, scheme",
+    [
+        (["B-PER I-PER O".split(), "O B-LOC".split()], "BIO"),
+        (["I-PER I-PER O".split(), "O I-LOC B-LOC".split()], "IOB1"),
+        (["I-PER O".split(), "B-LOC".split()], "BIO"),  # a B- after O rules out IOB1
+        (["B-PER E-PER O S-LOC".split()], "BIOES"),
+        (["B-PER M-PER E-PER".split()], "BMES"),
+        (["S-PER O".split()], "BIOES"),
+        ([["O"]], "BIO"),
+    ],
+)
+def test_detect_scheme(corpus, scheme):
+    assert detect_scheme(corpus) == scheme
+
+
+def test_detect_scheme_on_converted_corpus():
+    rng = random.Random(5)
+    corpus = [spans_to_tags(_random_spans(rng, 10), 10, "BIO") for _ in range(50)]
+    for scheme in ["IOB1", "BIO", "BIOES", "BMES"]:
+        assert detect_scheme([convert(t, "BIO", scheme) for t in corpus]) == scheme
+
+
+def _tag_vocab(scheme: str) -> list[str]:
+    prefixes = {"IOB1": "BI", "BIO": "BI", "BIOES": "BIES", "BMES": "BMES"}[scheme]
+    return ["<pad>", "O"] + [f"{p}-{t}" for p in prefixes for t in ("PER", "LOC")]
+
+
+def _well_formed(tags: list[str], scheme: str) -> bool:
+    return convert(tags, scheme, scheme) == tags
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_allowed_transitions_match_well_formedness(scheme):
+    """A sequence is well-formed iff every step, its start and its end are allowed."""
+    vocab = _tag_vocab(scheme)
+    allowed, start, end = allowed_transitions(vocab, scheme)
+    index = {t: i for i, t in enumerate(vocab)}
+    rng = random.Random(0)
+    scheme_tags = vocab[1:]
+    seen_ok = 0
+    for _ in range(3000):
+        tags = [rng.choice(scheme_tags) for _ in range(rng.randint(1, 4))]
+        ids = [index[t] for t in tags]
+        ok = start[ids[0]] and end[ids[-1]] and all(allowed[a][b] for a, b in zip(ids, ids[1:]))
+        assert ok == _well_formed(tags, scheme), tags
+        seen_ok += ok
+    assert seen_ok > 50
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_allowed_transitions_special_tags_isolated(scheme):
+    vocab = _tag_vocab(scheme) + ["<start>"]
+    allowed, start, end = allowed_transitions(vocab, scheme)
+    for special in (0, len(vocab) - 1):
+        assert not any(allowed[special]) and not any(row[special] for row in allowed)
+        assert not start[special] and not end[special]
+    assert len(allowed) == len(vocab) and all(len(row) == len(vocab) for row in allowed)
+
+
+def test_allowed_transitions_examples():
+    vocab = ["O", "B-PER", "I-PER", "I-LOC", "E-PER"]
+    allowed, start, end = allowed_transitions(vocab, "BIO")
+    assert allowed[1][2] and not allowed[0][2] and not allowed[1][3]
+    assert not start[2] and start[1]
+    assert not any(allowed[4]) and not start[4]  # E- is not a BIO tag

@@ -1,0 +1,146 @@
+"""The command line: each command works, and every bad input gets one line, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import SAMPLE, first_sentences, tiny_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "seqlab", "-q", *map(str, args)], capture_output=True,
+                          text=True, input=stdin, env=env, cwd=cwd, timeout=300)
+
+
+def assert_user_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("cli")
+    data = root / "tiny.txt"
+    data.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
+    raw = tiny_config(data).model_dump(mode="json")
+    raw["train"]["max_epochs"] = 30
+    cfg = root / "tiny.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    proc = run("train", cfg, "--out", root / "run")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["dev"]["f1"] > 90
+    return root / "run" / "model", data
+
+
+def test_evaluate_predict_info_score(model_dir, tmp_path):
+    model, data = model_dir
+    proc = run("evaluate", model, data, "--output", tmp_path / "pred.txt")
+    assert proc.returncode == 0 and "FB1:" in proc.stdout
+    scored = run("score", tmp_path / "pred.txt", "--scheme", "BIO")
+    assert scored.returncode == 0
+    assert scored.stdout.splitlines()[1] == proc.stdout.splitlines()[1]  # same overall line as evaluate
+    raw = run("predict", model, "-", "--output-format", "jsonl", stdin="He reckons the deficit will narrow .\n")
+    assert raw.returncode == 0
+    pred = json.loads(raw.stdout.splitlines()[0])
+    assert pred["tokens"][0] == "He" and len(pred["tags"]) == 7
+    conll = run("predict", model, data)
+    assert conll.returncode == 0
+    first = conll.stdout.splitlines()[0].split()
+    assert first[0] == "Confidence" and len(first) == 4  # input columns + predicted tag
+    info = json.loads(run("info", model).stdout)
+    assert info["decoder"] == "crf" and info["train_scheme"] == "BIOES"
+
+
+def test_keeps_pound_tokens(model_dir, tmp_path):
+    model, _ = model_dir
+    f = tmp_path / "pound.txt"
+    f.write_text("# NN B-NP\n1.8 CD I-NP\nbillion CD I-NP\n\n# NN B-NP\n")
+    proc = run("predict", model, f)
+    assert proc.returncode == 0
+    assert [ln.split()[0] for ln in proc.stdout.splitlines() if ln] == ["#", "1.8", "billion", "#"]
+
+
+@pytest.mark.parametrize("content,needles", [
+    ("Confidence NN B-NP\nin IN\n", ["line 2", "column"]),
+    ("", ["empty"]),
+])
+def test_bad_training_files(tmp_path, content, needles):
+    data = tmp_path / "bad.txt"
+    data.write_text(content)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(tiny_config(data).model_dump(mode="json")))
+    proc = run("train", cfg, "--out", tmp_path / "run")
+    assert_user_error(proc, str(data).split("/")[-1], *[n for n in needles if n != "line 2"])
+    if "line 2" in needles:
+        assert ":2:" in proc.stderr
+
+
+def test_non_utf8_file(tmp_path):
+    data = tmp_path / "latin1.txt"
+    data.write_bytes("Confidence NN B-NP\ncaf\xe9 NN I-NP\n".encode("latin-1"))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(tiny_config(data).model_dump(mode="json")))
+    assert_user_error(run("train", cfg, "--out", tmp_path / "run"), "latin1.txt:2", "utf-8")
+
+
+def test_config_errors(tmp_path, tiny_corpus):
+    raw = tiny_config(tiny_corpus).model_dump(mode="json")
+    cfg = tmp_path / "c.yaml"
+    raw["train"]["learning_rate"] = 0.1
+    cfg.write_text(yaml.safe_dump(raw))
+    assert_user_error(run("train", cfg, "--out", tmp_path / "r"), "train.learning_rate", "unknown")
+    del raw["train"]["learning_rate"]
+    raw["train"]["batch_size"] = "ten"
+    cfg.write_text(yaml.safe_dump(raw))
+    assert_user_error(run("train", cfg, "--out", tmp_path / "r"), "train.batch_size")
+    raw["train"]["batch_size"] = 10
+    raw["data"]["scheme"] = "BILOU2"
+    cfg.write_text(yaml.safe_dump(raw))
+    assert_user_error(run("train", cfg, "--out", tmp_path / "r"), "data.scheme")
+    raw["data"]["scheme"] = "BIO"
+    cfg.write_text(yaml.safe_dump(raw))
+    assert_user_error(run("train", tmp_path / "missing.yaml", "--out", tmp_path / "r"), "missing.yaml", "no such")
+    assert_user_error(run("train", cfg, "--out", tmp_path / "r", "--set", "train.nope=1"), "train.nope")
+
+
+def test_unknown_scheme_in_score(tmp_path):
+    f = tmp_path / "p.txt"
+    f.write_text("a B-NP B-NP\n")
+    assert_user_error(run("score", f, "--scheme", "XYZ"), "XYZ")
+
+
+def test_missing_files(model_dir, tmp_path):
+    model, data = model_dir
+    assert_user_error(run("evaluate", tmp_path / "nomodel", data), "nomodel")
+    assert_user_error(run("evaluate", model, tmp_path / "nodata.txt"), "nodata.txt")
+    assert_user_error(run("predict", model, tmp_path / "nodata.txt"), "nodata.txt")
+
+
+def test_label_unseen_in_training(model_dir, tmp_path):
+    model, _ = model_dir
+    f = tmp_path / "new_label.txt"
+    f.write_text("Confidence NN B-NP\nin IN B-PP\n\nthe DT B-XYZ\n")
+    assert_user_error(run("evaluate", model, f), "new_label.txt:4", "B-XYZ")
+
+
+def test_empty_sentences_are_skipped(model_dir, tmp_path):
+    model, _ = model_dir
+    f = tmp_path / "gaps.txt"
+    f.write_text("Confidence NN B-NP\n\n\n\nin IN B-PP\n\n\n")
+    proc = run("evaluate", model, f)
+    assert proc.returncode == 0, proc.stderr
+    assert "processed 2 tokens" in proc.stdout

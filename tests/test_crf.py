@@ -1,0 +1,394 @@
+"""Tests of seqlab.crf.CRF against brute-force enumeration on tiny inputs."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqlab.crf import CRF, DISALLOWED_SCORE
+
+SETTINGS = settings(max_examples=25, deadline=None)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def make_crf(num_tags: int, seed: int, constrained: bool = False, scale: float = 1.0) -> CRF:
+    """A float64 CRF with random (tie-free) parameters; optionally random constraints."""
+    g = torch.Generator().manual_seed(seed)
+    kwargs = {}
+    if constrained:
+        allowed = torch.rand(num_tags, num_tags, generator=g) < 0.6
+        allowed[:, 0] = True  # tag 0 is always reachable, so some path always exists
+        allowed_start = torch.rand(num_tags, generator=g) < 0.6
+        allowed_end = torch.rand(num_tags, generator=g) < 0.6
+        allowed_start[0] = allowed_end[0] = True
+        kwargs = dict(allowed=allowed, allowed_start=allowed_start, allowed_end=allowed_end)
+    crf = CRF(num_tags, **kwargs).double()
+    with torch.no_grad():
+        crf.transitions.copy_(torch.randn(num_tags, num_tags, generator=g, dtype=torch.float64) * scale)
+        crf.start_transitions.copy_(torch.randn(num_tags, generator=g, dtype=torch.float64) * scale)
+        crf.end_transitions.copy_(torch.randn(num_tags, generator=g, dtype=torch.float64) * scale)
+    return crf
+
+
+def rand_emissions(batch: int, seq_len: int, num_tags: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed + 1000)
+    return torch.randn(batch, seq_len, num_tags, generator=g, dtype=torch.float64) * 2
+
+
+def is_allowed(crf: CRF, path: tuple[int, ...] | list[int]) -> bool:
+    if crf.start_penalty[path[0]] < 0 or crf.end_penalty[path[-1]] < 0:
+        return False
+    return all(crf.transition_penalty[a, b] == 0 for a, b in zip(path, path[1:]))
+
+
+def brute_score(crf: CRF, em: torch.Tensor, path) -> float:
+    """Score of one path from the raw parameters (plus constraint penalties), em: (L, num_tags)."""
+    trans = crf.transitions.detach() + crf.transition_penalty
+    start = crf.start_transitions.detach() + crf.start_penalty
+    end = crf.end_transitions.detach() + crf.end_penalty
+    s = float(start[path[0]]) + float(end[path[-1]])
+    for t, y in enumerate(path):
+        s += float(em[t, y])
+        if t > 0:
+            s += float(trans[path[t - 1], y])
+    return s
+
+
+def brute_all(crf: CRF, em: torch.Tensor, only_allowed: bool = False) -> dict[tuple[int, ...], float]:
+    seq_len, num_tags = em.shape
+    out = {}
+    for path in itertools.product(range(num_tags), repeat=seq_len):
+        if only_allowed and not is_allowed(crf, path):
+            continue
+        out[path] = brute_score(crf, em, path)
+    return out
+
+
+def logsumexp(values) -> float:
+    values = list(values)
+    m = max(values)
+    return m + math.log(sum(math.exp(v - m) for v in values))
+
+
+def padded_batch(lengths: list[int], num_tags: int, seed: int, pad_len: int | None = None):
+    """Random emissions (batch, T, N) with a left-aligned mask for ``lengths``; padding is garbage."""
+    T = pad_len or max(lengths)
+    em = rand_emissions(len(lengths), T, num_tags, seed)
+    mask = torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]
+    em = em.masked_fill(~mask[:, :, None], 1e3)  # absurd values on padding
+    return em, mask
+
+
+sizes = st.tuples(st.integers(2, 4), st.integers(1, 4), st.integers(0, 10_000))
+
+
+# ---------------------------------------------------------------- brute-force agreement
+
+
+@SETTINGS
+@given(sizes)
+def test_log_partition_and_score_match_brute_force(args):
+    num_tags, seq_len, seed = args
+    crf = make_crf(num_tags, seed)
+    em = rand_emissions(1, seq_len, num_tags, seed)
+    paths = brute_all(crf, em[0])
+    assert crf.log_partition(em).item() == pytest.approx(logsumexp(paths.values()), abs=1e-9)
+
+    all_tags = torch.tensor(list(paths), dtype=torch.long).view(-1, seq_len)
+    many = em.expand(len(all_tags), -1, -1)
+    scores = crf.score(many, all_tags)
+    expected = torch.tensor(list(paths.values()), dtype=torch.float64)
+    torch.testing.assert_close(scores, expected)
+    # probabilities of all sequences sum to one; every nll is >= 0
+    nll = crf.nll(many, all_tags)
+    assert (nll >= -1e-9).all()
+    assert torch.exp(-nll).sum().item() == pytest.approx(1.0, abs=1e-9)
+
+
+@SETTINGS
+@given(sizes, st.integers(1, 6))
+def test_decode_and_nbest_match_brute_force(args, k):
+    num_tags, seq_len, seed = args
+    crf = make_crf(num_tags, seed)
+    em = rand_emissions(1, seq_len, num_tags, seed)
+    ranked = sorted(brute_all(crf, em[0]).items(), key=lambda kv: -kv[1])
+
+    assert crf.decode(em) == [list(ranked[0][0])]
+    assert crf.viterbi_tags(em).tolist() == [list(ranked[0][0])]
+
+    (got,) = crf.decode(em, nbest=k)
+    want = ranked[:k]
+    assert len(got) == len(want) == min(k, num_tags**seq_len)
+    for (g_tags, g_score), (w_tags, w_score) in zip(got, want):
+        assert g_score == pytest.approx(w_score, abs=1e-9)
+        assert g_tags == list(w_tags)
+    assert len({tuple(t) for t, _ in got}) == len(got)  # distinct
+
+
+def test_nbest_returns_all_paths_when_k_exceeds_their_number():
+    crf = make_crf(2, seed=3)
+    em = rand_emissions(1, 1, 2, seed=3)
+    (got,) = crf.decode(em, nbest=5)
+    assert len(got) == 2
+    assert sorted(t for t, _ in got) == [[0], [1]]
+    assert got[0][1] >= got[1][1]
+
+
+@SETTINGS
+@given(sizes)
+def test_marginals_match_brute_force(args):
+    num_tags, seq_len, seed = args
+    crf = make_crf(num_tags, seed)
+    em = rand_emissions(1, seq_len, num_tags, seed)
+    paths = brute_all(crf, em[0])
+    log_z = logsumexp(paths.values())
+    expected = torch.zeros(seq_len, num_tags, dtype=torch.float64)
+    for path, s in paths.items():
+        for t, y in enumerate(path):
+            expected[t, y] += math.exp(s - log_z)
+    got = crf.marginals(em)[0]
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got.sum(-1), torch.ones(seq_len, dtype=torch.float64))
+
+
+# ---------------------------------------------------------------- constraints
+
+
+@SETTINGS
+@given(sizes, st.integers(1, 6))
+def test_constraints_respected_and_match_brute_force_over_allowed(args, k):
+    num_tags, seq_len, seed = args
+    crf = make_crf(num_tags, seed, constrained=True)
+    em = rand_emissions(1, seq_len, num_tags, seed)
+    allowed = brute_all(crf, em[0], only_allowed=True)
+    assert allowed  # the fixture guarantees tag 0 everywhere is allowed
+    ranked = sorted(allowed.items(), key=lambda kv: -kv[1])
+
+    (best,) = crf.decode(em)
+    assert is_allowed(crf, best)
+    assert best == list(ranked[0][0])
+
+    (got,) = crf.decode(em, nbest=k)
+    assert len(got) == min(k, len(ranked))
+    for (g_tags, g_score), (w_tags, w_score) in zip(got, ranked[:k]):
+        assert is_allowed(crf, g_tags)
+        assert g_tags == list(w_tags)
+        assert g_score == pytest.approx(w_score, abs=1e-9)
+
+    # disallowed paths carry ~0 probability: Z over allowed paths only
+    assert crf.log_partition(em).item() == pytest.approx(logsumexp(allowed.values()), abs=1e-6)
+    marg = crf.marginals(em)[0]
+    torch.testing.assert_close(marg.sum(-1), torch.ones(seq_len, dtype=torch.float64))
+
+
+def test_constraints_beat_strong_emissions_and_keep_gradients_finite():
+    # BIO-like: tag 2 ("I") may only follow 1 ("B") or 2, and may not start a sentence.
+    allowed = torch.ones(3, 3, dtype=torch.bool)
+    allowed[0, 2] = False
+    allowed_start = torch.tensor([True, True, False])
+    crf = CRF(3, allowed=allowed, allowed_start=allowed_start)
+    em = torch.zeros(1, 4, 3)
+    em[0, :, 2] = 50.0  # emissions scream "I" everywhere
+    em[0, 2, 0] = 200.0  # ... but "O" at position 2
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.zero_()
+        crf.end_transitions[1] = 1.0  # break the B/O tie at the last position
+    (best,) = crf.decode(em)
+    assert best == [1, 2, 0, 1]  # unconstrained it would be [2, 2, 0, 2]
+    for tags, _ in crf.decode(em, nbest=10)[0]:
+        assert tags[0] != 2 and not any(a == 0 and b == 2 for a, b in zip(tags, tags[1:]))
+    # the gold path below is disallowed: the loss is huge but gradients are finite
+    em.requires_grad_(True)
+    loss = crf.nll(em, torch.tensor([[2, 2, 0, 2]])).sum()
+    loss.backward()
+    assert loss.item() > 1000
+    assert torch.isfinite(em.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in crf.parameters())
+
+
+def test_constraint_buffers_are_saved_and_moved():
+    allowed = torch.eye(3, dtype=torch.bool)
+    crf = CRF(3, allowed=allowed)
+    state = crf.state_dict()
+    assert {"transition_penalty", "start_penalty", "end_penalty"} <= set(state)
+    assert state["transition_penalty"][0, 1] == DISALLOWED_SCORE
+    assert state["transition_penalty"][1, 1] == 0
+    other = CRF(3)
+    other.load_state_dict(state)
+    assert torch.equal(other.transition_penalty, crf.transition_penalty)
+    assert crf.double().transition_penalty.dtype == torch.float64
+
+
+# ---------------------------------------------------------------- batching and padding
+
+
+@SETTINGS
+@given(
+    st.lists(st.integers(1, 5), min_size=1, max_size=5),
+    st.integers(2, 4),
+    st.integers(0, 10_000),
+    st.integers(0, 2),
+    st.booleans(),
+)
+def test_batched_equals_one_by_one(lengths, num_tags, seed, extra_pad, constrained):
+    crf = make_crf(num_tags, seed, constrained=constrained)
+    em, mask = padded_batch(lengths, num_tags, seed, pad_len=max(lengths) + extra_pad)
+    g = torch.Generator().manual_seed(seed)
+    tags = torch.randint(0, num_tags, mask.shape, generator=g).masked_fill(~mask, -100)
+
+    nll = crf.nll(em, tags, mask)
+    best = crf.decode(em, mask)
+    viterbi = crf.viterbi_tags(em, mask)
+    nbest = crf.decode(em, mask, nbest=3)
+    marg = crf.marginals(em, mask)
+    assert viterbi.shape == mask.shape and (viterbi[~mask] == 0).all()
+    assert (marg[~mask] == 0).all()
+
+    for b, n in enumerate(lengths):
+        em1, tags1 = em[b : b + 1, :n], tags[b : b + 1, :n]
+        assert nll[b].item() == pytest.approx(crf.nll(em1, tags1).item(), abs=1e-9)
+        assert best[b] == crf.decode(em1)[0]
+        assert viterbi[b, :n].tolist() == best[b]
+        (one,) = crf.decode(em1, nbest=3)
+        assert [t for t, _ in nbest[b]] == [t for t, _ in one]
+        assert [s for _, s in nbest[b]] == pytest.approx([s for _, s in one], abs=1e-9)
+        torch.testing.assert_close(marg[b, :n], crf.marginals(em1)[0])
+
+
+@SETTINGS
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=4), st.integers(2, 4), st.integers(0, 10_000))
+def test_padding_values_change_nothing_and_get_zero_gradient(lengths, num_tags, seed):
+    crf = make_crf(num_tags, seed)
+    em, mask = padded_batch(lengths, num_tags, seed, pad_len=max(lengths) + 1)
+    g = torch.Generator().manual_seed(seed)
+    tags = torch.randint(0, num_tags, mask.shape, generator=g)
+    other = em.clone()
+    other[~mask] = torch.randn(int((~mask).sum()), num_tags, generator=g, dtype=torch.float64) * 100
+    other_tags = tags.masked_fill(~mask, num_tags - 1)
+
+    torch.testing.assert_close(crf.nll(em, tags, mask), crf.nll(other, other_tags, mask))
+    assert crf.decode(em, mask) == crf.decode(other, mask)
+    assert torch.equal(crf.viterbi_tags(em, mask), crf.viterbi_tags(other, mask))
+    assert crf.decode(em, mask, nbest=2) == crf.decode(other, mask, nbest=2)
+    torch.testing.assert_close(crf.marginals(em, mask), crf.marginals(other, mask))
+
+    em.requires_grad_(True)
+    crf.nll(em, tags, mask).sum().backward()
+    assert (em.grad[~mask] == 0).all()
+    assert torch.isfinite(em.grad).all()
+    # the gradient of log Z w.r.t. emissions is the marginals
+    em2 = em.detach().clone().requires_grad_(True)
+    crf.log_partition(em2, mask).sum().backward()
+    torch.testing.assert_close(em2.grad, crf.marginals(em, mask).detach())
+
+
+def test_one_token_sentence():
+    crf = make_crf(3, seed=7)
+    em = rand_emissions(1, 1, 3, seed=7)
+    expected_best = int((em[0, 0] + crf.start_transitions + crf.end_transitions).argmax())
+    assert crf.decode(em) == [[expected_best]]
+    assert crf.viterbi_tags(em).tolist() == [[expected_best]]
+    assert len(crf.decode(em, nbest=2)[0]) == 2
+    torch.testing.assert_close(crf.marginals(em).sum(-1), torch.ones(1, 1, dtype=torch.float64))
+    assert crf.nll(em, torch.tensor([[expected_best]])).item() >= 0
+    # a one-token sentence inside a padded batch
+    em2, mask = padded_batch([1, 3], 3, seed=7)
+    assert len(crf.decode(em2, mask)[0]) == 1
+
+
+def test_mask_none_means_no_padding():
+    crf = make_crf(3, seed=1)
+    em = rand_emissions(2, 4, 3, seed=1)
+    full = torch.ones(2, 4, dtype=torch.bool)
+    torch.testing.assert_close(crf.log_partition(em), crf.log_partition(em, full))
+    assert crf.decode(em) == crf.decode(em, full)
+
+
+# ---------------------------------------------------------------- validation
+
+
+def test_bad_inputs_raise_value_error():
+    crf = CRF(3)
+    em = torch.randn(2, 4, 3)
+    mask = torch.ones(2, 4, dtype=torch.bool)
+    tags = torch.zeros(2, 4, dtype=torch.long)
+
+    with pytest.raises(ValueError, match="3 dims"):
+        crf.log_partition(torch.randn(4, 3))
+    with pytest.raises(ValueError, match="num_tags=3"):
+        crf.decode(torch.randn(2, 4, 5))
+    with pytest.raises(ValueError, match="floating"):
+        crf.log_partition(torch.zeros(2, 4, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="seq_len >= 1"):
+        crf.log_partition(torch.randn(2, 0, 3))
+    with pytest.raises(ValueError, match="mask: expected shape"):
+        crf.nll(em, tags, mask[:, :3])
+    with pytest.raises(ValueError, match="torch.bool"):
+        crf.nll(em, tags, mask.long())
+    bad = mask.clone()
+    bad[1, 0] = False
+    with pytest.raises(ValueError, match="first column"):
+        crf.decode(em, bad)
+    gap = mask.clone()
+    gap[0, 1] = False
+    with pytest.raises(ValueError, match="left-aligned"):
+        crf.viterbi_tags(em, gap)
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        crf.nll(em, tags.masked_fill(torch.eye(2, 4, dtype=torch.bool), 3), mask)
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        crf.score(em, tags - 1, mask)
+    with pytest.raises(ValueError, match="torch.long"):
+        crf.nll(em, tags.int(), mask)
+    with pytest.raises(ValueError, match="tags: expected shape"):
+        crf.nll(em, tags[:1], mask)
+    with pytest.raises(ValueError, match="nbest"):
+        crf.decode(em, mask, nbest=0)
+    with pytest.raises(ValueError, match="num_tags"):
+        CRF(0)
+    with pytest.raises(ValueError, match="allowed: expected shape"):
+        CRF(3, allowed=torch.ones(3, 2, dtype=torch.bool))
+    with pytest.raises(ValueError, match="allowed_start: expected dtype"):
+        CRF(3, allowed_start=torch.ones(3))
+
+
+def test_out_of_range_tags_on_padding_are_ignored():
+    crf = make_crf(3, seed=2)
+    em, mask = padded_batch([2, 4], 3, seed=2)
+    tags = torch.zeros(2, 4, dtype=torch.long)
+    tags[0, 2:] = -100
+    assert torch.isfinite(crf.nll(em, tags, mask)).all()
+
+
+# ---------------------------------------------------------------- training
+
+
+def test_training_reduces_nll_and_fits_a_tiny_problem():
+    torch.manual_seed(0)
+    num_tags = 4
+    crf = CRF(num_tags)
+    emissions = torch.nn.Parameter(torch.randn(3, 5, num_tags) * 0.1)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    target = torch.tensor([[0, 1, 2, 3, 0], [3, 3, 1, 0, 0], [2, 0, 0, 0, 0]])
+    opt = torch.optim.SGD(list(crf.parameters()) + [emissions], lr=0.5)
+
+    losses = []
+    for _ in range(30):
+        opt.zero_grad()
+        nll = crf.nll(emissions, target, mask)
+        assert (nll >= 0).all()
+        loss = nll.mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] * 0.5
+    assert all(b <= a + 1e-6 for a, b in zip(losses, losses[1:]))
+    lengths = mask.sum(1).tolist()
+    assert crf.decode(emissions, mask) == [target[b, :n].tolist() for b, n in enumerate(lengths)]

@@ -1,0 +1,114 @@
+"""End-to-end model behaviour: overfitting, save/load identity, batch-size and padding invariance."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from seqlab import Tagger, train
+from seqlab.data.readers import read_conll
+from tests.conftest import tiny_config
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from tests.conftest import SAMPLE, first_sentences
+    root = tmp_path_factory.mktemp("tiny")
+    path = root / "tiny.txt"
+    path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
+    result = train(tiny_config(path), root / "run", progress=False)
+    return path, root / "run", result
+
+
+def test_bilstm_crf_overfits_20_sentences(trained):
+    _, _, result = trained
+    assert result.dev["f1"] > 99.0
+    assert result.test["f1"] > 99.0
+
+
+def test_save_load_predict_identical(trained, tmp_path):
+    path, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    sentences = read_conll(path, label_column=None)
+    before = tagger.predict_tags(sentences)
+    tagger.save(tmp_path / "copy")
+    tagger.save(tmp_path / "copy.zip")
+    for other in (Tagger.load(tmp_path / "copy"), Tagger.load(tmp_path / "copy.zip")):
+        assert other.predict_tags(sentences) == before
+        for a, b in zip(tagger.net.state_dict().values(), other.net.state_dict().values()):
+            assert torch.equal(a, b)
+
+
+def test_model_folder_holds_no_pickle(trained):
+    _, run, _ = trained
+    names = sorted(p.name for p in (run / "model").iterdir())
+    assert names == ["config.json", "model.safetensors", "vocab.json"]
+    meta = json.loads((run / "model" / "config.json").read_text())
+    assert meta["config"]["model"]["decoder"]["type"] == "crf"
+
+
+def test_predictions_do_not_depend_on_batch_size(trained):
+    path, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    sentences = read_conll(path, label_column=None)
+    reference = tagger.predict_tags(sentences, batch_size=1)
+    for bs in (2, 7, 64):
+        assert tagger.predict_tags(sentences, batch_size=bs) == reference
+
+
+def test_features_padding_invariant(trained):
+    """A sentence's features are the same alone and next to a much longer sentence with longer words."""
+    _, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    from seqlab.data.batching import collate
+    from seqlab.data.sentence import Sentence
+    short = Sentence("He sold it .".split())
+    long = Sentence(("Extraordinarily " * 30 + "uncharacteristically long sentence .").split())
+    enc = tagger.encode([short, long], with_tags=False)
+    tagger.net.eval()
+    with torch.no_grad():
+        alone = tagger.net.features(collate([enc[0]], [0]))[0]
+        together = tagger.net.features(collate(enc, [0, 1]))[0, : len(short)]
+    assert torch.allclose(alone, together, atol=1e-5)
+
+
+def test_predict_api_returns_tokens_tags_and_spans(trained):
+    _, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    pred = tagger.predict(["Confidence in the pound is widely expected to take another sharp dive ."])[0]
+    assert pred.tokens[0] == "Confidence" and len(pred.tags) == len(pred.tokens)
+    assert all(t == "O" or t[:2] in ("B-", "I-") for t in pred.tags)  # written back in the input's BIO
+    assert pred.spans and all(0 <= s.start < s.end <= len(pred.tokens) for s in pred.spans)
+    nbest = tagger.predict(["He reckons the deficit will narrow ."], nbest=3)[0].nbest
+    assert len(nbest) == 3 and nbest[0][1] >= nbest[1][1] >= nbest[2][1]
+    assert nbest[0][0] == tagger.predict(["He reckons the deficit will narrow ."])[0].tags
+
+
+def test_very_long_sentence(trained):
+    _, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    tokens = ("the pound fell sharply against the dollar , " * 130).split()
+    assert len(tokens) >= 1000
+    pred = tagger.predict([tokens])[0]
+    assert len(pred.tags) == len(tokens)
+
+
+def test_softmax_decoder_overfits(tiny_corpus, tmp_path):
+    raw = tiny_config(tiny_corpus).model_dump(mode="json")
+    raw["model"]["decoder"] = {"type": "softmax"}
+    from seqlab.config import config_from_dict
+    config = config_from_dict(raw)
+    result = train(config, tmp_path / "run", progress=False)
+    assert result.dev["f1"] > 97.0
+
+
+def test_char_lstm_and_pos_accuracy(tiny_corpus, tmp_path):
+    config = tiny_config(tiny_corpus, task="pos")
+    raw = config.model_dump(mode="json")
+    raw["data"].update(label_column=1, scheme="none", train_scheme="same")
+    raw["model"]["embedder"]["char"]["type"] = "lstm"
+    from seqlab.config import config_from_dict
+    result = train(config_from_dict(raw), tmp_path / "run", progress=False)
+    assert result.dev["accuracy"] > 98.0

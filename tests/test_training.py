@@ -1,0 +1,70 @@
+"""Training loop: schedule, logs and plots, resume after a kill, seeds, repeatability."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seqlab.config import TrainConfig, config_from_dict
+from seqlab.training import learning_rate, train, train_seeds
+from tests.conftest import tiny_config
+
+
+def test_learning_rate_schedule():
+    cfg = TrainConfig(lr=0.015, lr_decay=0.05)
+    assert learning_rate(cfg, 0) == pytest.approx(0.015)
+    assert learning_rate(cfg, 10) == pytest.approx(0.015 / 1.5)
+
+
+def _short(path, epochs, **train_over):
+    raw = tiny_config(path).model_dump(mode="json")
+    raw["train"].update(max_epochs=epochs, **train_over)
+    return config_from_dict(raw)
+
+
+def test_log_plot_and_results(tiny_corpus, tmp_path):
+    train(_short(tiny_corpus, 3), tmp_path / "run", progress=False)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [x["epoch"] for x in lines] == [1, 2, 3]
+    for key in ("loss", "lr", "dev", "seconds", "sentences_per_s", "tokens_per_s"):
+        assert key in lines[0]
+    assert (tmp_path / "run" / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["test"]["f1"] >= 0 and results["best_epoch"] in (1, 2, 3)
+    pred_lines = [x for x in (tmp_path / "run" / "test.predictions.txt").read_text().splitlines() if x]
+    assert len(pred_lines[0].split()) == 4  # word POS gold predicted: conlleval format
+
+
+def test_same_seed_same_run(tiny_corpus, tmp_path):
+    a = train(_short(tiny_corpus, 2), tmp_path / "a", progress=False)
+    b = train(_short(tiny_corpus, 2), tmp_path / "b", progress=False)
+    la = [json.loads(x)["loss"] for x in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]
+    lb = [json.loads(x)["loss"] for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()]
+    assert la == lb and a.dev == b.dev
+
+
+def test_resume_continues_to_the_same_result(tiny_corpus, tmp_path):
+    """4 epochs in one go == 2 epochs, 'killed', then --resume to 4 (SGD with momentum state)."""
+    full = train(_short(tiny_corpus, 4, optimizer="sgd", lr=0.05), tmp_path / "full", progress=False)
+    train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), tmp_path / "part", progress=False)
+    resumed = train(_short(tiny_corpus, 4, optimizer="sgd", lr=0.05), tmp_path / "part", resume=True,
+                    progress=False)
+    lf = [json.loads(x)["loss"] for x in (tmp_path / "full" / "log.jsonl").read_text().splitlines()]
+    lr = [json.loads(x)["loss"] for x in (tmp_path / "part" / "log.jsonl").read_text().splitlines()]
+    assert len(lr) == 4
+    assert lr == pytest.approx(lf, rel=1e-5)
+    assert resumed.dev["f1"] == pytest.approx(full.dev["f1"])
+
+
+def test_early_stopping_patience(tiny_corpus, tmp_path):
+    # a learning rate of ~0 never improves after the first epoch: patience 2 stops after epoch 3
+    result = train(_short(tiny_corpus, 20, lr=1e-9, patience=2), tmp_path / "run", progress=False)
+    assert result.epochs_run == 3 and result.best_epoch == 1
+
+
+def test_seeds_summary(tiny_corpus, tmp_path):
+    summary = train_seeds(_short(tiny_corpus, 1), tmp_path / "multi", [1, 2], progress=False)
+    assert summary["seeds"] == [1, 2] and len(summary["test"]["values"]) == 2
+    assert summary["test"]["max"] == max(summary["test"]["values"])
+    assert (tmp_path / "multi" / "seed-2" / "model" / "model.safetensors").is_file()
