@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("data")
     e.add_argument("--output", help="write predictions in conlleval format")
     e.add_argument("--batch-size", type=int)
+    e.add_argument("--allow-unseen-labels", action="store_true",
+                   help="score gold labels the model never saw as misses (as conlleval) instead of failing")
 
     r = sub.add_parser("predict", help="tag raw text or a CoNLL file")
     r.add_argument("model")
@@ -113,7 +115,7 @@ def _headline(scores: dict | None) -> dict | None:
 def cmd_evaluate(args) -> None:
     from seqlab.metrics import format_report
     from seqlab.training import evaluate
-    scores = evaluate(args.model, args.data, args.output, args.batch_size)
+    scores = evaluate(args.model, args.data, args.output, args.batch_size, args.allow_unseen_labels)
     print(format_report(scores))
 
 

@@ -180,12 +180,19 @@ class CRF(nn.Module):
         """Run the forward recursion; returns the final alpha (batch, num_tags) and, if ``keep``,
         every step's alpha. Masked steps keep the previous alpha."""
         trans, start, _ = self._potentials()
-        trans = trans.unsqueeze(0)  # (1, from, to)
+        # log-sum-exp over predecessors as a matrix product in probability space, shifted for stability:
+        # logsumexp_i(alpha[i] + trans[i, j]) = log(exp(alpha - m) @ exp(trans - c))[j] + m + c.
+        # A GEMM is several times faster on CPU than a (batch, tags, tags) logsumexp.
+        c = trans.max().detach()
+        exp_trans = (trans - c).exp()  # (from, to); disallowed moves become exactly 0
+        tiny = torch.finfo(emissions.dtype).tiny  # log(0) guard: states reachable only by disallowed moves
         mask_t = mask.unsqueeze(2)  # (batch, seq_len, 1)
         alpha = start + emissions[:, 0]  # (batch, num_tags)
         alphas = [alpha] if keep else []
         for t in range(1, emissions.shape[1]):
-            nxt = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emissions[:, t]  # (batch, num_tags)
+            m = alpha.max(dim=1, keepdim=True).values.detach()  # (batch, 1)
+            summed = ((alpha - m).exp() @ exp_trans).clamp_min(tiny)  # (batch, num_tags)
+            nxt = summed.log() + (m + c) + emissions[:, t]  # (batch, num_tags)
             alpha = torch.where(mask_t[:, t], nxt, alpha)
             if keep:
                 alphas.append(alpha)

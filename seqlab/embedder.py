@@ -14,21 +14,29 @@ from seqlab.data.batching import Batch
 
 
 class CharCNN(nn.Module):
-    """Ma and Hovy (2016): char embeddings -> 1-d convolution -> masked max over characters."""
+    """Ma and Hovy (2016): char embeddings -> 1-d convolution -> masked max over characters.
+
+    The convolution is written as unfold + one matrix product: for these tiny inputs (a few hundred
+    words of ~10 characters) that is several times faster on CPU than a conv1d call, forward and backward.
+    """
 
     def __init__(self, num_chars: int, dim: int, filters: int, kernel: int):
         super().__init__()
         self.embed = nn.Embedding(num_chars, dim, padding_idx=0)
-        self.conv = nn.Conv1d(dim, filters, kernel, padding=kernel // 2)
+        self.kernel = kernel
+        self.window = nn.Linear(dim * kernel, filters)  # one filter bank over a (kernel x dim) window
         self.output_dim = filters
 
     def forward(self, chars: Tensor) -> Tensor:
         """chars (words, max_word_len) -> (words, filters)"""
         char_mask = chars.ne(0)  # (words, chars)
-        x = self.embed(chars).transpose(1, 2)  # (words, dim, chars)
-        h = self.conv(x)[:, :, : chars.shape[1]]  # (words, filters, chars); even kernels emit one extra
-        h = h.masked_fill(~char_mask.unsqueeze(1), float("-inf"))
-        return h.max(dim=2).values
+        x = self.embed(chars)  # (words, chars, dim); padding characters are zero vectors
+        left = self.kernel // 2
+        x = nn.functional.pad(x, (0, 0, left, self.kernel - 1 - left))  # (words, chars + kernel - 1, dim)
+        windows = x.unfold(1, self.kernel, 1)  # (words, chars, dim, kernel)
+        h = self.window(windows.flatten(2))  # (words, chars, filters)
+        h = h.masked_fill(~char_mask.unsqueeze(2), float("-inf"))
+        return h.max(dim=1).values
 
 
 class CharLSTM(nn.Module):
@@ -71,11 +79,9 @@ class Embedder(nn.Module):
     def forward(self, batch: Batch) -> Tensor:
         parts = [self.word(batch.words)]  # (batch, seq, word_dim)
         if self.char is not None:
-            flat = batch.chars[batch.mask]  # (real_words, max_word_len): only real words are encoded
-            char_feats = self.char(flat)  # (real_words, char_out)
-            full = char_feats.new_zeros(*batch.mask.shape, char_feats.shape[-1])
-            full[batch.mask] = char_feats  # (batch, seq, char_out)
-            parts.append(full)
+            distinct = self.char(batch.chars)  # (distinct_tokens, char_out): each token type once
+            per_token = distinct[batch.token_chars]  # (batch, seq, char_out)
+            parts.append(per_token * batch.mask.unsqueeze(-1))  # zero on padding
         if self.casing is not None:
             parts.append(self.casing(batch.casing))
         return self.dropout(torch.cat(parts, dim=-1))

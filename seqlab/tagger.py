@@ -228,11 +228,22 @@ class Tagger:
                 preds[idx[j]].explanation = layers
 
     # ----- evaluation --------------------------------------------------------------------------
-    def evaluate(self, sentences: list[Sentence], batch_size: int | None = None) -> tuple[Scores, list[list[str]]]:
-        """Scores against the sentences' gold labels (conlleval span F1 or token accuracy) and predictions."""
+    def unseen_labels(self, sentences: list[Sentence]) -> Counter:
+        """Gold labels (in the input scheme) that the model cannot predict, with their counts."""
+        known = set(self.tags.itos)
+        return Counter(s.labels[k] for s in sentences for k, t in enumerate(self.to_train_scheme(s.labels))
+                       if t not in known)
+
+    def evaluate(self, sentences: list[Sentence], batch_size: int | None = None,
+                 allow_unseen_labels: bool = False) -> tuple[Scores, list[list[str]]]:
+        """Scores against the sentences' gold labels (conlleval span F1 or token accuracy) and predictions.
+
+        A gold label unseen in training is an error naming its file and line, unless
+        ``allow_unseen_labels``: then it is scored as conlleval does (a chunk the model always misses)."""
         if not sentences:
             raise SeqlabError("no sentences to evaluate")
-        self.encode(sentences, with_tags=True)  # unseen labels -> error naming file and line
+        if not allow_unseen_labels:
+            self.encode(sentences, with_tags=True)  # unseen labels -> error naming file and line
         pred = self.predict_tags(sentences, batch_size)
         gold = [s.labels for s in sentences]
         if self.scheme == "none":

@@ -164,7 +164,10 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     dev_scores, _ = best.evaluate(corpus.dev)
     test = None
     if corpus.test:
-        test_scores, pred = best.evaluate(corpus.test)
+        unseen = best.unseen_labels(corpus.test)
+        if unseen:  # e.g. CoNLL-2000 test has LST chunks that training never shows: conlleval counts them
+            log.warning("test labels unseen in training, scored as misses: %s", dict(unseen))
+        test_scores, pred = best.evaluate(corpus.test, allow_unseen_labels=True)
         test = scores_dict(test_scores)
         write_conll(corpus.test, pred, out / "test.predictions.txt")
     results = {"best_epoch": state["best_epoch"], "epochs_run": state["epoch"], "metric": metric,
@@ -195,13 +198,13 @@ def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int],
 
 
 def evaluate(model: Tagger | str | Path, data: str | Path, output: str | Path | None = None,
-             batch_size: int | None = None) -> Scores:
+             batch_size: int | None = None, allow_unseen_labels: bool = False) -> Scores:
     """Score a model on a labeled file (read in the model's own data format); optionally write predictions."""
     tagger = model if isinstance(model, Tagger) else Tagger.load(model)
     sentences = read_file(Path(data), tagger.config.data)
     if any(s.labels is None for s in sentences):
         raise SeqlabError("evaluation needs gold labels", path=data)
-    scores, pred = tagger.evaluate(sentences, batch_size)
+    scores, pred = tagger.evaluate(sentences, batch_size, allow_unseen_labels)
     if output:
         write_conll(sentences, pred, output)
     return scores

@@ -31,7 +31,8 @@ class Batch:
     """A padded batch; ``index`` maps rows back to positions in the encoded list."""
 
     words: torch.Tensor  # (batch, seq_len) long
-    chars: torch.Tensor  # (batch, seq_len, max_word_len) long, 0 = padding
+    chars: torch.Tensor  # (distinct_tokens, max_word_len) long, 0 = padding: each distinct token once
+    token_chars: torch.Tensor  # (batch, seq_len) long, row of ``chars`` holding each token's characters
     casing: torch.Tensor  # (batch, seq_len) long, 0 = padding
     mask: torch.Tensor  # (batch, seq_len) bool, True on real tokens
     tags: torch.Tensor | None  # (batch, seq_len) long, 0 on padding
@@ -43,8 +44,8 @@ class Batch:
 
     def to(self, device: torch.device | str) -> "Batch":
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
-        return Batch(move(self.words), move(self.chars), move(self.casing), move(self.mask),
-                     move(self.tags), self.index)
+        return Batch(move(self.words), move(self.chars), move(self.token_chars), move(self.casing),
+                     move(self.mask), move(self.tags), self.index)
 
 
 class Encoder:
@@ -55,41 +56,66 @@ class Encoder:
         self.words, self.chars, self.tags = words, chars, tags
         self.lowercase, self.replace_digits = lowercase, replace_digits
         self.max_word_len = max_word_len  # longer tokens (URLs, numbers) are cut for the char encoder
+        self._cache: dict[str, tuple[int, np.ndarray, int]] = {}  # depends on the vocabularies only
+
+    def _token(self, token: str) -> tuple[int, np.ndarray, int]:
+        """(word id, char ids, casing class) of one token; memoised, since tokens repeat a lot."""
+        hit = self._cache.get(token)
+        if hit is None:
+            chars = token[: self.max_word_len]
+            hit = (self.words.index(normalize_word(token, self.lowercase, self.replace_digits)),
+                   np.fromiter((self.chars.index(c) for c in chars), dtype=np.int64, count=len(chars))
+                   if chars else np.ones(1, dtype=np.int64),
+                   casing_class(token))
+            if len(self._cache) < 1_000_000:
+                self._cache[token] = hit
+        return hit
 
     def encode(self, sentence: Sentence, tags: list[str] | None = None) -> Encoded:
-        w = np.fromiter((self.words.index(normalize_word(t, self.lowercase, self.replace_digits))
-                         for t in sentence.tokens), dtype=np.int64, count=len(sentence.tokens))
-        ch = [np.fromiter((self.chars.index(c) for c in tok[: self.max_word_len]), dtype=np.int64)
-              if tok else np.ones(1, dtype=np.int64) for tok in sentence.tokens]
-        cs = np.fromiter((casing_class(t) for t in sentence.tokens), dtype=np.int64, count=len(sentence.tokens))
+        feats = [self._token(t) for t in sentence.tokens]
+        n = len(feats)
+        w = np.fromiter((f[0] for f in feats), dtype=np.int64, count=n)
+        cs = np.fromiter((f[2] for f in feats), dtype=np.int64, count=n)
         tg = None
         if tags is not None:
             tg = np.fromiter((self.tags.stoi[t] for t in tags), dtype=np.int64, count=len(tags))
-        return Encoded(w, ch, cs, tg)
+        return Encoded(w, [f[1] for f in feats], cs, tg)
 
 
 def collate(items: list[Encoded], index: list[int]) -> Batch:
-    """Pad a list of encoded sentences into a :class:`Batch`."""
+    """Pad a list of encoded sentences into a :class:`Batch`.
+
+    Character arrays are shared by equal tokens (the encoder memoises them), so each distinct token's
+    characters are stored and encoded once per batch."""
     b = len(items)
     t = max(len(e.words) for e in items)
-    c = max(len(x) for e in items for x in e.chars)
     words = np.zeros((b, t), dtype=np.int64)
     casing = np.zeros((b, t), dtype=np.int64)
-    chars = np.zeros((b, t, c), dtype=np.int64)
+    token_chars = np.zeros((b, t), dtype=np.int64)
     mask = np.zeros((b, t), dtype=bool)
     has_tags = items[0].tags is not None
     tags = np.zeros((b, t), dtype=np.int64) if has_tags else None
+    rows: dict[int, int] = {}  # id(char array) -> row
+    distinct: list[np.ndarray] = []
     for i, e in enumerate(items):
         n = len(e.words)
         words[i, :n] = e.words
         casing[i, :n] = e.casing
         mask[i, :n] = True
         for j, cj in enumerate(e.chars):
-            chars[i, j, : len(cj)] = cj
+            row = rows.get(id(cj))
+            if row is None:
+                row = rows[id(cj)] = len(distinct)
+                distinct.append(cj)
+            token_chars[i, j] = row
         if has_tags:
             tags[i, :n] = e.tags
-    return Batch(torch.from_numpy(words), torch.from_numpy(chars), torch.from_numpy(casing),
-                 torch.from_numpy(mask), None if tags is None else torch.from_numpy(tags), index)
+    chars = np.zeros((len(distinct), max(len(c) for c in distinct)), dtype=np.int64)
+    for r, cj in enumerate(distinct):
+        chars[r, : len(cj)] = cj
+    return Batch(torch.from_numpy(words), torch.from_numpy(chars), torch.from_numpy(token_chars),
+                 torch.from_numpy(casing), torch.from_numpy(mask),
+                 None if tags is None else torch.from_numpy(tags), index)
 
 
 def make_batches(items: list[Encoded], batch_size: int | None = None, batch_tokens: int | None = None,
