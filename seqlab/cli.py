@@ -203,7 +203,7 @@ def cmd_demo(args) -> None:
     result = train(config, args.out, progress=not args.quiet)
     test_file = Path(__file__).parent / "resources" / "conll2000" / "test.txt"
     print(f"\nBest dev F1 {result.dev['f1']:.2f} at epoch {result.best_epoch}. Test sample ({test_file.name}):")
-    print(format_report(evaluate(Path(args.out) / "model", test_file)))
+    print(format_report(evaluate(Path(args.out) / "model", test_file, allow_unseen_labels=True)))
     tagger = Tagger.load(Path(args.out) / "model")
     print("\nExample sentences:")
     for pred in tagger.predict(["The European Union rejected the German call to boycott British lamb .",

@@ -98,7 +98,8 @@ class TrainConfig(LayerConfig):
     eval_batch_size: int = Field(128, gt=0, description="inference is cheap; large batches are fastest")
     max_epochs: int = Field(50, gt=0, description="long enough for early stopping to decide")
     patience: int = Field(10, ge=1, description="epochs without dev improvement before stopping")
-    loss_reduction: Literal["sum", "mean"] = Field("sum", description="the papers' SGD rates assume a summed loss")
+    loss_reduction: Literal["sum", "mean"] = Field(
+        "mean", description="Ma and Hovy average the batch loss; with momentum 0.9, a sum is a 10x larger step")
     seed: int = Field(1, description="one seed makes a run repeatable")
     threads: int | None = Field(None, gt=0, description="torch intra-op threads; None = all cores")
 

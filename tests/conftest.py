@@ -43,3 +43,8 @@ def tiny_config(path: Path, **over) -> object:
         else:
             raw[section] = value
     return config_from_dict(raw)
+
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)  # tiny models: one thread is as fast, and robust when the cores are shared

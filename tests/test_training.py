@@ -68,3 +68,24 @@ def test_seeds_summary(tiny_corpus, tmp_path):
     assert summary["seeds"] == [1, 2] and len(summary["test"]["values"]) == 2
     assert summary["test"]["max"] == max(summary["test"]["values"])
     assert (tmp_path / "multi" / "seed-2" / "model" / "model.safetensors").is_file()
+
+
+def test_logged_dev_scores_match_the_saved_model(tiny_corpus, tmp_path):
+    """Dev scores in the log come from the model as it is after the epoch (no stale cached features):
+    re-scoring the saved best model on dev gives exactly the logged number."""
+    from seqlab import Tagger
+    from seqlab.data.readers import read_conll
+    train(_short(tiny_corpus, 3, lr=0.003), tmp_path / "run", progress=False)
+    log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    best = max(log, key=lambda r: r["dev"]["f1"])
+    scores, _ = Tagger.load(tmp_path / "run" / "model").evaluate(read_conll(tiny_corpus, label_column=2))
+    assert scores.f1 == pytest.approx(best["dev"]["f1"])
+    assert len({round(r["dev"]["f1"], 6) for r in log}) > 1  # the scores move as the model trains
+
+
+def test_demo_command_runs(tmp_path, capsys):
+    from seqlab.cli import main
+    assert main(["-q", "demo", "--out", str(tmp_path / "demo"), "--max-epochs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "FB1" in out and "chunks:" in out
+    assert " #/" in out  # the pound sign of the example sentence is a token

@@ -1,0 +1,40 @@
+"""Every shipped config validates, builds a model, and paper ablations differ only in their stacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seqlab.config import load_config
+from seqlab.model import TaggerNet
+
+CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.yaml"))
+
+
+def test_configs_exist():
+    names = {p.name for p in CONFIGS}
+    for required in ("chunking-bilstm-crf.yaml", "pos-bilstm-crf.yaml", "ner-conll2003-bilstm-crf.yaml",
+                     "ner-resume-bilstm-crf.yaml", "chunking-psa.yaml", "pos-psa.yaml", "ner-conll2003-psa.yaml"):
+        assert required in names
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_config_validates_and_builds(path):
+    config = load_config(path)
+    net = TaggerNet(config.model, num_words=50, num_chars=20, num_tags=9)
+    assert len(net.encoders) == len(config.model.encoders)
+
+
+def test_overrides_are_typed(tmp_path):
+    path = CONFIGS[0]
+    config = load_config(path, ["train.lr=0.1", "model.encoders.0.hidden=64", "data.dev_from_train=5"])
+    assert config.train.lr == 0.1 and config.model.encoders[0].hidden == 64 and config.data.dev_from_train == 5
+
+
+def test_psa_ablations_change_only_the_stack():
+    base = load_config(Path(CONFIGS[0]).parent / "chunking-psa.yaml").model_dump()
+    for path in (Path(CONFIGS[0]).parent / "psa").glob("chunking-*.yaml"):
+        other = load_config(path).model_dump()
+        assert other["data"] == base["data"] and other["train"] == base["train"], path.name
+        assert other["model"]["embedder"] == base["model"]["embedder"], path.name
