@@ -109,7 +109,10 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     net = tagger.net
     params = [p for p in net.parameters() if p.requires_grad]
     train_enc = tagger.encode(corpus.train, with_tags=True)
-    tagger.encode(corpus.dev, with_tags=True)  # fail early on dev labels unseen in training
+    for name, split in (("dev", corpus.dev), ("test", corpus.test)):
+        unseen = tagger.unseen_labels(split)
+        if unseen:  # e.g. CoNLL-2000 test has LST chunks that training never shows: conlleval counts them
+            log.warning("%s labels unseen in training, scored as misses: %s", name, dict(unseen))
     n_tokens = sum(len(e.words) for e in train_enc)
     log.info("train %d sentences (%d tokens), dev %d, test %d; %d labels (%s scheme, trained as %s); %d parameters",
              len(train_enc), n_tokens, len(corpus.dev), len(corpus.test), len(tagger.tags), corpus.scheme,
@@ -138,7 +141,7 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
             total_loss += float(losses.detach().sum())
         train_seconds = time.perf_counter() - start
         dev_start = time.perf_counter()
-        dev_scores, _ = tagger.evaluate(corpus.dev)
+        dev_scores, _ = tagger.evaluate(corpus.dev, allow_unseen_labels=True)
         dev_seconds = time.perf_counter() - dev_start
         record = {"epoch": epoch + 1, "loss": total_loss / len(train_enc), "lr": lr,
                   "dev": scores_dict(dev_scores), "seconds": round(train_seconds, 3),
@@ -161,12 +164,9 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
 
     plot_curves(state["history"], out / "curves.png", metric)
     best = Tagger.load(out / "model")
-    dev_scores, _ = best.evaluate(corpus.dev)
+    dev_scores, _ = best.evaluate(corpus.dev, allow_unseen_labels=True)
     test = None
     if corpus.test:
-        unseen = best.unseen_labels(corpus.test)
-        if unseen:  # e.g. CoNLL-2000 test has LST chunks that training never shows: conlleval counts them
-            log.warning("test labels unseen in training, scored as misses: %s", dict(unseen))
         test_scores, pred = best.evaluate(corpus.test, allow_unseen_labels=True)
         test = scores_dict(test_scores)
         write_conll(corpus.test, pred, out / "test.predictions.txt")

@@ -1,0 +1,93 @@
+"""Training and inference throughput (sentences/s, tokens/s) of a config on its corpus.
+
+    python benchmarks/speed.py configs/ner-conll2003-bilstm-crf.yaml --data-root ../shared/data \
+        --threads 2 --train-batches 400 --out runs/speed-ner.json
+
+Training: ``--train-batches`` optimisation steps at the config's batch size (length-bucketed batches
+as in training, forward + backward + clipping + SGD step). Inference: the whole test set through
+``Tagger.predict_tags`` at each ``--batch-sizes`` (encoding, network, Viterbi and conversion back to
+the input's scheme included), after one warm-up pass. Weights are freshly initialised: throughput does
+not depend on their values. Run nothing else on the machine meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import time
+
+import torch
+
+from seqlab.config import load_config
+from seqlab.data.batching import make_batches
+from seqlab.data.corpus import load_corpus
+from seqlab.tagger import Tagger
+from seqlab.training import make_optimizer, seed_everything
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("config")
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--train-batches", type=int, default=400)
+    p.add_argument("--batch-sizes", default="1,64")
+    p.add_argument("--out")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    config = load_config(args.config)
+    seed_everything(config.train.seed)
+    corpus = load_corpus(config.data, args.data_root)
+    tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+    net, cfg = tagger.net, config.train
+    params = [q for q in net.parameters() if q.requires_grad]
+    optimizer = make_optimizer(params, cfg)
+    encoded = tagger.encode(corpus.train, with_tags=True)
+    batches = make_batches(encoded, cfg.batch_size, cfg.batch_tokens, shuffle=True, rng=random.Random(1))
+    batches = batches[: args.train_batches]
+    net.train()
+
+    def step(batch) -> None:
+        loss = net.loss(batch).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 5.0)
+        optimizer.step()
+
+    for batch in batches[:20]:  # warm-up
+        step(batch)
+    start = time.perf_counter()
+    for batch in batches:
+        step(batch)
+    seconds = time.perf_counter() - start
+    sents = sum(len(b.index) for b in batches)
+    toks = sum(b.num_tokens for b in batches)
+    result = {
+        "config": args.config, "threads": args.threads, "cpu_count": os.cpu_count(), "torch": torch.__version__,
+        "machine": platform.processor() or platform.machine(), "parameters": sum(q.numel() for q in params),
+        "train": {"batch_size": cfg.batch_size, "batches": len(batches), "sentences": sents, "tokens": toks,
+                  "seconds": round(seconds, 2), "sentences_per_s": round(sents / seconds, 1),
+                  "tokens_per_s": round(toks / seconds, 1)},
+        "inference": {},
+    }
+    test = corpus.test or corpus.dev
+    test_tokens = sum(len(s) for s in test)
+    for bs in (int(x) for x in args.batch_sizes.split(",")):
+        tagger.predict_tags(test[:200], bs)  # warm-up
+        start = time.perf_counter()
+        tagger.predict_tags(test, bs)
+        seconds = time.perf_counter() - start
+        result["inference"][str(bs)] = {"sentences": len(test), "seconds": round(seconds, 2),
+                                        "sentences_per_s": round(len(test) / seconds, 1),
+                                        "tokens_per_s": round(test_tokens / seconds, 1)}
+    print(json.dumps(result, indent=2))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
