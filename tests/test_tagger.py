@@ -112,3 +112,18 @@ def test_char_lstm_and_pos_accuracy(tiny_corpus, tmp_path):
     from seqlab.config import config_from_dict
     result = train(config_from_dict(raw), tmp_path / "run", progress=False)
     assert result.dev["accuracy"] > 98.0
+
+
+def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
+    from seqlab.config import config_from_dict
+    raw = tiny_config(tiny_corpus).model_dump(mode="json")
+    raw["model"]["embedder"]["word"]["freeze"] = True
+    raw["train"]["max_epochs"] = 2
+    config = config_from_dict(raw)
+    from seqlab.data.readers import read_conll as rc
+    from seqlab.training import seed_everything
+    seed_everything(config.train.seed)
+    before = Tagger.build(config, rc(tiny_corpus, label_column=2), "BIO").net.embedder.word.weight.clone()
+    train(config, tmp_path / "run", progress=False)
+    after = Tagger.load(tmp_path / "run" / "model").net.embedder.word.weight
+    assert torch.equal(before, after)

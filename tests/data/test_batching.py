@@ -1,0 +1,66 @@
+"""Batching, vocabularies and the held-out dev split."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from seqlab.config import DataConfig
+from seqlab.data.batching import Encoded, make_batches
+from seqlab.data.corpus import load_corpus
+from seqlab.data.vocab import UNK, Vocab, casing_class, CASING_CLASSES, normalize_word
+from tests.conftest import SAMPLE
+
+
+def _fake(lengths):
+    return [Encoded(np.arange(1, n + 1), [np.array([2, 3])] * n, np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+            for n in lengths]
+
+
+def test_token_budget_and_coverage():
+    lengths = [random.Random(i).randint(1, 60) for i in range(300)]
+    batches = make_batches(_fake(lengths), batch_tokens=200, shuffle=True, rng=random.Random(0))
+    seen = sorted(i for b in batches for i in b.index)
+    assert seen == list(range(300))  # every sentence exactly once
+    for b in batches:
+        assert len(b.index) == 1 or b.words.shape[0] * b.words.shape[1] <= 200  # padded size within budget
+
+
+def test_sentence_count_batches_are_length_bucketed():
+    lengths = [5, 50, 6, 49, 7, 48]
+    batches = make_batches(_fake(lengths), batch_size=3)
+    assert sorted(sorted(lengths[i] for i in b.index) for b in batches) == [[5, 6, 7], [48, 49, 50]]
+    assert all(b.mask.sum(1).tolist() == [lengths[i] for i in b.index] for b in batches)
+
+
+def test_vocab_min_count_and_unk():
+    from collections import Counter
+    v = Vocab.from_counts(Counter({"a": 3, "b": 1, "c": 2}), min_count=2)
+    assert v.itos[:2] == ["<pad>", UNK] and "b" not in v and v.index("b") == v.index("zzz") == 1
+    assert Vocab.from_list(v.to_list()).stoi == v.stoi
+
+
+def test_lowercase_lookup_keeps_casing_feature():
+    assert normalize_word("Paris", lowercase=True, replace_digits=False) == "paris"
+    assert normalize_word("A1b2", lowercase=False, replace_digits=True) == "A0b0"
+    names = {w: CASING_CLASSES[casing_class(w)] for w in ("Paris", "paris", "EU", "1996", "A4", ",", "McDonald")}
+    assert names == {"Paris": "title", "paris": "lower", "EU": "upper", "1996": "numeric", "A4": "has_digit",
+                     ",": "punct", "McDonald": "mixed"}
+
+
+def test_dev_hold_out_is_fixed_by_seed():
+    cfg = DataConfig(train=str(SAMPLE), label_column=2, dev_from_train=100, dev_seed=7)
+    a, b = load_corpus(cfg), load_corpus(cfg)
+    assert [s.tokens for s in a.dev] == [s.tokens for s in b.dev] and len(a.dev) == 100
+    assert len(a.train) + len(a.dev) == 2500
+    other = load_corpus(DataConfig(train=str(SAMPLE), label_column=2, dev_from_train=100, dev_seed=8))
+    assert [s.tokens for s in other.dev] != [s.tokens for s in a.dev]
+    assert not {tuple(s.tokens) for s in a.dev} & {tuple(s.tokens) for s in a.train} - \
+        {tuple(s.tokens) for s in a.dev}  # held-out sentences are removed from training
+
+
+@pytest.mark.parametrize("scheme", ["BIO"])
+def test_detected_scheme_of_sample(scheme):
+    assert load_corpus(DataConfig(train=str(SAMPLE), label_column=2, dev_from_train=10)).scheme == scheme
