@@ -12,6 +12,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)  # read the process umask once: temp files are created 0600, finished ones get the usual mode
+
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
@@ -22,6 +25,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -44,6 +48,7 @@ def atomic_write_dir(path: str | os.PathLike, fill: Callable[[Path], None]) -> N
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
         fill(tmp)
+        os.chmod(tmp, 0o777 & ~_UMASK)
         if path.exists():
             old = path.with_name(f".{path.name}.{os.getpid()}.old")
             os.replace(path, old)
