@@ -54,6 +54,15 @@ class Prediction:
         return asdict(self)
 
 
+def training_scheme(scheme: str, requested: str) -> str:
+    """The scheme the model is trained in, given the files' scheme and ``data.train_scheme``."""
+    if scheme == "none" or requested == "same":
+        return scheme
+    if scheme == "BMES" and requested == "BIOES":
+        return "BMES"  # the same structure; keep the corpus's own letters
+    return requested
+
+
 class Tagger:
     """A trained (or freshly built) sequence tagger."""
 
@@ -66,12 +75,7 @@ class Tagger:
     # ----- tag schemes -------------------------------------------------------------------------
     @property
     def train_scheme(self) -> str:
-        ts = self.config.data.train_scheme
-        if self.scheme == "none" or ts == "same":
-            return self.scheme
-        if self.scheme == "BMES" and ts == "BIOES":
-            return "BMES"  # the same structure; keep the corpus's own letters
-        return ts
+        return training_scheme(self.scheme, self.config.data.train_scheme)
 
     def to_train_scheme(self, labels: list[str]) -> list[str]:
         if self.train_scheme == self.scheme:
@@ -101,9 +105,8 @@ class Tagger:
             extra = sorted(t for t in wanted - set(counts) if t in vectors)  # dev/test words with vectors
         words = Vocab.from_counts(counts, w.min_count, extra=extra)
         chars = Vocab.from_counts(Counter(c for s in train for t in s.tokens for c in t))
-        tmp = cls.__new__(cls)
-        tmp.config, tmp.scheme = config, scheme
-        tag_counts = Counter(t for s in train for t in tmp.to_train_scheme(s.labels))
+        ts = training_scheme(scheme, config.data.train_scheme)
+        tag_counts = Counter(t for s in train for t in (s.labels if ts == scheme else convert(s.labels, scheme, ts)))
         tags = Vocab(sorted(tag_counts), specials=())
         pretrained = None
         if vectors:
@@ -117,7 +120,7 @@ class Tagger:
                     table[i] = vectors[word]
             pretrained = torch.from_numpy(table)
         net = TaggerNet(config.model, len(words), len(chars), len(tags), pretrained,
-                        cls._constraints(tags, tmp.train_scheme))
+                        cls._constraints(tags, ts))
         return cls(config, words, chars, tags, scheme, net)
 
     @staticmethod
@@ -294,10 +297,8 @@ class Tagger:
             raise SeqlabError(f"unsupported model format {meta.get('format_version')}", path=path)
         config = config_from_dict(meta["config"], str(path / "config.json"))
         words, chars, tags = (Vocab.from_list(vocab[k]) for k in ("words", "chars", "tags"))
-        tmp = cls.__new__(cls)
-        tmp.config, tmp.scheme = config, meta["scheme"]
         net = TaggerNet(config.model, len(words), len(chars), len(tags), None,
-                        cls._constraints(tags, tmp.train_scheme))
+                        cls._constraints(tags, training_scheme(meta["scheme"], config.data.train_scheme)))
         try:
             state = st_load(files["model.safetensors"])
             net.load_state_dict(state, strict=True)

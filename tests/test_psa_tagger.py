@@ -11,7 +11,7 @@ import pytest
 from seqlab import Tagger, train
 from seqlab.config import config_from_dict
 from seqlab.data.readers import read_conll
-from tests.conftest import SAMPLE, first_sentences, tiny_config
+from tests.conftest import SAMPLE, first_sentences, tiny_config, train_tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,11 +25,7 @@ def psa_config(path, **fusion):
 
 @pytest.fixture(scope="module")
 def psa_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("psa")
-    path = root / "tiny.txt"
-    path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
-    result = train(psa_config(path), root / "run", progress=False)
-    return path, root / "run", result
+    return train_tiny(tmp_path_factory, "psa", psa_config)
 
 
 def test_psa_overfits_20_sentences(psa_run):

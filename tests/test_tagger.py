@@ -9,17 +9,12 @@ import torch
 
 from seqlab import Tagger, train
 from seqlab.data.readers import read_conll
-from tests.conftest import tiny_config
+from tests.conftest import tiny_config, train_tiny
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from tests.conftest import SAMPLE, first_sentences
-    root = tmp_path_factory.mktemp("tiny")
-    path = root / "tiny.txt"
-    path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
-    result = train(tiny_config(path), root / "run", progress=False)
-    return path, root / "run", result
+    return train_tiny(tmp_path_factory, "tiny", tiny_config)
 
 
 def test_bilstm_crf_overfits_20_sentences(trained):
