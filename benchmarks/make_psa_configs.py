@@ -98,6 +98,11 @@ def main() -> None:
         (ROOT / "psa" / f"chunking-{row}.yaml").write_text(text + dump(setup("chunking", encoders, decoder)))
     (ROOT / "psa" / "chunking-ix-5-softmax.yaml").write_text(
         header + dump(setup("chunking", FULL, "softmax")))
+    # the BiLSTM-CRF baseline in the paper's setting for the other two tasks (PSA against it, same budget)
+    for task in ("pos", "ner"):
+        text = header + "# BiLSTM-CRF baseline in the same setting (no fusion layers).\n"
+        (ROOT / "psa" / f"{NAMES[task].removesuffix('-psa')}-viii-no-fusion.yaml").write_text(
+            text + dump(setup(task, ABLATIONS["viii-no-fusion"])))
 
 
 if __name__ == "__main__":

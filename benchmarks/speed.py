@@ -3,6 +3,9 @@
     python benchmarks/speed.py configs/ner-conll2003-bilstm-crf.yaml --data-root ../shared/data \
         --threads 2 --train-batches 400 --out runs/speed-ner.json
 
+Several configs in one run (e.g. PSA against its baseline) are measured one after the other in the
+same process, on the same batches, and the output adds each one's speed relative to the first.
+
 Training: ``--train-batches`` optimisation steps at the config's batch size (length-bucketed batches
 as in training, forward + backward + clipping + SGD step). Inference: the whole test set through
 ``Tagger.predict_tags`` at each ``--batch-sizes`` (encoding, network, Viterbi and conversion back to
@@ -30,7 +33,7 @@ from seqlab.training import make_optimizer, seed_everything
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("config")
+    p.add_argument("configs", nargs="+")
     p.add_argument("--data-root", default=None)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--train-batches", type=int, default=400)
@@ -38,7 +41,22 @@ def main() -> None:
     p.add_argument("--out")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    config = load_config(args.config)
+    results = [measure(path, args) for path in args.configs]
+    for r in results[1:]:
+        r["relative_to_first"] = {
+            "train": round(r["train"]["sentences_per_s"] / results[0]["train"]["sentences_per_s"], 3),
+            **{bs: round(v["sentences_per_s"] / results[0]["inference"][bs]["sentences_per_s"], 3)
+               for bs, v in r["inference"].items()},
+        }
+    output = results[0] if len(results) == 1 else results
+    print(json.dumps(output, indent=2))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(output, f, indent=2)
+
+
+def measure(config_path: str, args: argparse.Namespace) -> dict:
+    config = load_config(config_path)
     seed_everything(config.train.seed)
     corpus = load_corpus(config.data, args.data_root)
     tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
@@ -66,7 +84,7 @@ def main() -> None:
     sents = sum(len(b.index) for b in batches)
     toks = sum(b.num_tokens for b in batches)
     result = {
-        "config": args.config, "threads": args.threads, "cpu_count": os.cpu_count(), "torch": torch.__version__,
+        "config": config_path, "threads": args.threads, "cpu_count": os.cpu_count(), "torch": torch.__version__,
         "machine": platform.processor() or platform.machine(), "parameters": sum(q.numel() for q in params),
         "train": {"batch_size": cfg.batch_size, "batches": len(batches), "sentences": sents, "tokens": toks,
                   "seconds": round(seconds, 2), "sentences_per_s": round(sents / seconds, 1),
@@ -83,10 +101,7 @@ def main() -> None:
         result["inference"][str(bs)] = {"sentences": len(test), "seconds": round(seconds, 2),
                                         "sentences_per_s": round(len(test) / seconds, 1),
                                         "tokens_per_s": round(test_tokens / seconds, 1)}
-    print(json.dumps(result, indent=2))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=2)
+    return result
 
 
 if __name__ == "__main__":
