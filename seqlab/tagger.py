@@ -22,7 +22,7 @@ from seqlab import __version__
 from seqlab.config import ExperimentConfig, config_from_dict
 from seqlab.data.batching import Encoded, Encoder, make_batches
 from seqlab.data.readers import read_raw
-from seqlab.data.schemes import allowed_transitions, convert, get_spans
+from seqlab.data.schemes import IndexConverter, allowed_transitions, convert, get_spans
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import PAD, UNK, Vocab, normalize_word
 from seqlab.errors import SeqlabError
@@ -71,6 +71,7 @@ class Tagger:
         self.config, self.words, self.chars, self.tags, self.scheme, self.net = config, words, chars, tags, scheme, net
         w = config.model.embedder.word
         self.encoder = Encoder(words, chars, tags, w.lowercase, w.replace_digits)
+        self.to_labels = IndexConverter(tags.itos, self.train_scheme, scheme)  # indices -> input-scheme labels
 
     # ----- tag schemes -------------------------------------------------------------------------
     @property
@@ -81,11 +82,6 @@ class Tagger:
         if self.train_scheme == self.scheme:
             return labels
         return convert(labels, self.scheme, self.train_scheme)
-
-    def from_train_scheme(self, tags: list[str]) -> list[str]:
-        if self.train_scheme == self.scheme:
-            return tags
-        return convert(tags, self.train_scheme, self.scheme)
 
     # ----- construction ------------------------------------------------------------------------
     @classmethod
@@ -176,8 +172,7 @@ class Tagger:
     def predict_tags(self, sentences: list[Sentence], batch_size: int | None = None) -> list[list[str]]:
         """Predicted labels in the input's tag scheme."""
         encoded = self.encode(sentences, with_tags=False)
-        return [self.from_train_scheme([self.tags.itos[i] for i in idx])
-                for idx in self.tag_indices(encoded, batch_size)]
+        return [self.to_labels(idx) for idx in self.tag_indices(encoded, batch_size)]
 
     def predict(self, inputs, batch_size: int | None = None, nbest: int | None = None,
                 explain: bool = False) -> list[Prediction]:
@@ -205,7 +200,7 @@ class Tagger:
         for batch in make_batches([encoded[i] for i in idx], self.config.train.eval_batch_size):
             lists = self.net.decoder.nbest(self.net.features(batch), batch.mask, k)
             for row, j in enumerate(batch.index):
-                preds[idx[j]].nbest = [(self.from_train_scheme([self.tags.itos[t] for t in tags]), score)
+                preds[idx[j]].nbest = [(self.to_labels(tags), score)
                                        for tags, score in lists[row]]
 
     @torch.inference_mode()

@@ -226,3 +226,47 @@ def _scheme_tag(tag: str, scheme: str) -> tuple[str, str] | None:
     if parts[0] == "O" and tag != "O":
         return None
     return parts
+
+
+#: Tag-by-tag prefix maps that convert a *well-formed* BIOES / BMES sequence exactly.
+_PREFIX_MAPS = {
+    "BIO": {"B": "B", "I": "I", "M": "I", "E": "I", "S": "B", "O": "O"},
+    "BIOES": {"B": "B", "I": "I", "M": "I", "E": "E", "S": "S", "O": "O"},
+    "BMES": {"B": "B", "I": "M", "M": "M", "E": "E", "S": "S", "O": "O"},
+}
+
+
+class IndexConverter:
+    """Tag-index sequences in scheme ``src`` (over the vocabulary ``itos``) -> label strings in ``dst``.
+
+    The same result as ``convert([itos[i] for i in seq], src, dst)``, faster for the common case of
+    decoding: when ``src`` is BIOES or BMES and every move of the sequence is allowed in ``src``
+    (always so after constrained Viterbi), a well-formed sequence converts tag by tag through a
+    table; anything else goes through the chunks (:func:`convert`).
+    """
+
+    def __init__(self, itos: Sequence[str], src: str, dst: str):
+        self.itos = list(itos)
+        self.src, self.dst = (src, dst) if src == dst else (normalize_scheme(src), normalize_scheme(dst))
+        self.table: list[str] | None = None
+        if self.src != self.dst and self.src in ("BIOES", "BMES") and self.dst in _PREFIX_MAPS:
+            allowed, start, end = allowed_transitions(self.itos, self.src)
+            n = len(self.itos)
+            self._pairs = {(i, j) for i in range(n) for j in range(n) if allowed[i][j]}
+            self._pairs |= {(-1, j) for j in range(n) if start[j]} | {(i, -1) for i in range(n) if end[i]}
+            self.table = [self._map(tag) for tag in self.itos]
+
+    def _map(self, tag: str) -> str:
+        parts = _scheme_tag(tag, self.src)
+        if parts is None:
+            return tag  # not a tag of the scheme: never in a well-formed sequence
+        return _tag(_PREFIX_MAPS[self.dst][parts[0]], parts[1])
+
+    def __call__(self, seq: Sequence[int]) -> list[str]:
+        if self.src == self.dst:
+            return [self.itos[i] for i in seq]
+        if self.table is not None:
+            moves = zip([-1, *seq], [*seq, -1])
+            if all(m in self._pairs for m in moves):
+                return [self.table[i] for i in seq]
+        return convert([self.itos[i] for i in seq], self.src, self.dst)

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from seqlab.data import schemes
 from seqlab.data.schemes import (
+    IndexConverter,
     allowed_transitions,
     convert,
     detect_scheme,
@@ -159,3 +161,39 @@ def test_allowed_transitions_examples():
     assert allowed[1][2] and not allowed[0][2] and not allowed[1][3]
     assert not start[2] and start[1]
     assert not any(allowed[4]) and not start[4]  # E- is not a BIO tag
+
+
+@pytest.mark.parametrize("src", SCHEMES)
+@pytest.mark.parametrize("dst", SCHEMES)
+def test_index_converter_equals_convert(src, dst):
+    """Fast tag-by-tag conversion == conversion through chunks, on well-formed and random sequences
+    (the same scheme on both sides passes the labels through untouched, malformed or not)."""
+    vocab = _tag_vocab(src)
+    to_labels = IndexConverter(vocab, src, dst)
+    index = {t: i for i, t in enumerate(vocab)}
+    rng = random.Random(1)
+    for k in range(2000):
+        length = rng.randint(1, 8)
+        if k % 2:  # well-formed: rendered from chunks
+            tags = spans_to_tags(_random_spans(rng, length), length, src)
+            tags = [t if t in index else "O" for t in tags]  # type "" may be outside a tiny vocab
+        else:  # anything, malformed included
+            tags = [rng.choice(vocab[1:]) for _ in range(length)]
+        expected = tags if src == dst else convert(tags, src, dst)
+        assert to_labels([index[t] for t in tags]) == expected, tags
+
+
+def test_index_converter_takes_the_table_for_well_formed_input(monkeypatch):
+    vocab = _tag_vocab("BIOES")
+    to_labels = IndexConverter(vocab, "BIOES", "BIO")
+    calls = []
+    monkeypatch.setattr(schemes, "convert", lambda *a: calls.append(a) or [])
+    ids = [vocab.index(t) for t in "B-PER E-PER O S-LOC".split()]
+    assert to_labels(ids) == "B-PER I-PER O B-LOC".split()
+    assert calls == []
+    to_labels([vocab.index("E-PER")])  # malformed: falls back to the chunk route
+    assert len(calls) == 1
+
+
+def test_index_converter_same_scheme_is_a_lookup():
+    assert IndexConverter(["<pad>", "NN", "VB"], "none", "none")([2, 1]) == ["VB", "NN"]

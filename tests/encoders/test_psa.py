@@ -9,7 +9,9 @@ import torch
 from pydantic import TypeAdapter, ValidationError
 from torch import nn
 
+from seqlab.encoders import psa
 from seqlab.encoders.psa import (
+    AdditiveScores,
     CONFIGS,
     PSAFusionConfig,
     PSAFusionEncoder,
@@ -389,3 +391,21 @@ def test_overfits_a_task_that_needs_context(variant):
         torch.set_num_threads(threads)
     assert train_acc > 0.95, train_acc
     assert held_out_acc > 0.85, held_out_acc  # it learned the rule, not the sentences
+
+
+@pytest.mark.parametrize("block", [1 << 18, 40, 7, 1])  # whole batch, sentences, query rows, one row
+def test_additive_scores_match_broadcasting_and_gradcheck(monkeypatch, block):
+    """The block-wise scores and their hand-written backward against autograd on the plain formula."""
+    monkeypatch.setattr(psa, "BLOCK_ELEMENTS", block)
+    gen = torch.Generator().manual_seed(0)
+    q, k, w = (torch.randn(*shape, generator=gen, dtype=torch.float64, requires_grad=True)
+               for shape in ((3, 4, 2), (3, 4, 2), (2,)))
+    plain = torch.tanh(q[:, :, None] + k[:, None]) @ w  # (3, 4, 4)
+    assert torch.allclose(AdditiveScores.apply(q, k, w), plain)
+    assert torch.autograd.gradcheck(AdditiveScores.apply, (q, k, w))
+
+
+def test_additive_scores_empty_and_single_token():
+    for shape in ((0, 3, 4), (2, 0, 4), (2, 1, 4)):
+        q = torch.randn(*shape)
+        assert AdditiveScores.apply(q, q, torch.randn(4)).shape == (shape[0], shape[1], shape[1])
