@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The PSA benchmark runs of issue 3 (and the chunking tuning runs of issue 2), as run on 2026-11-21:
+# two workers, one torch thread each, 20 epochs per PSA-comparison run (30 for the tuning runs).
+# Usage: benchmarks/psa_runs.sh [OUT_ROOT]   then: python benchmarks/summarize.py OUT_ROOT
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-runs/bench2}
+EPOCHS=${EPOCHS:-20}
+mkdir -p "$OUT"
+Q="$OUT/queue.txt"
+: > "$Q"
+job() {  # config, run name, seed, [epochs], [extra --set options]
+  echo "SEQLAB_DATA=../shared/data .venv/bin/seqlab -q train $1 --out $OUT/$2-seed$3 --set train.seed=$3" \
+       "--set train.threads=1 --max-epochs ${4:-$EPOCHS} ${5:-}" >> "$Q"
+}
+job configs/chunking-bilstm-crf.yaml tune-chunking-nadam 1 30 \
+    "--set train.optimizer=nadam --set train.lr=0.002 --set train.clip=1.0"
+job configs/chunking-bilstm-crf.yaml tune-chunking-sgd-lr03 1 30 "--set train.lr=0.03"
+for seed in 1 2 3; do
+  job configs/chunking-psa.yaml chunking-psa "$seed"
+  job configs/psa/chunking-viii-no-fusion.yaml chunking-bilstm-crf-psa-setting "$seed"
+done
+job configs/pos-psa.yaml pos-psa 1
+job configs/psa/pos-viii-no-fusion.yaml pos-bilstm-crf-psa-setting 1
+job configs/ner-conll2003-psa.yaml ner-conll2003-psa 1
+job configs/psa/ner-conll2003-viii-no-fusion.yaml ner-conll2003-bilstm-crf-psa-setting 1
+for row in vii-no-mask vii-no-gaussian vii-no-position-bias viii-no-first-fusion viii-no-second-fusion; do
+  job "configs/psa/chunking-$row.yaml" "chunking-$row" 1
+done
+exec benchmarks/queue.sh "$Q" 2
