@@ -1,9 +1,11 @@
 """Print the figures of finished benchmark runs (results.json, log.jsonl, speed-*.json) as Markdown rows.
 
-    python benchmarks/summarize.py runs/bench
+    python benchmarks/summarize.py runs/bench [--at-epoch 10]
 
 Runs named ``<setup>-seed<N>`` are also grouped per setup: mean, sample standard deviation and max of
-the test metric over the seeds that finished.
+the test metric over the seeds that finished. ``--at-epoch N`` adds, per run, the dev metric after
+epoch N and the best dev metric within the first N epochs (ablations run for fewer epochs are compared
+with the full runs at equal training).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from seqlab.config import ExperimentConfig
 
-def main(root: str) -> None:
+
+def main(root: str, at_epoch: int | None = None) -> None:
     base = Path(root)
     groups: dict[str, list[float]] = defaultdict(list)
     print("| run | metric | best epoch / epochs run | dev | test | mean train sent/s (1 thread) | train wall s |")
@@ -34,6 +38,16 @@ def main(root: str) -> None:
     for name, values in sorted(groups.items()):
         std = statistics.stdev(values) if len(values) > 1 else float("nan")
         print(f"| {name} | {len(values)} | {statistics.mean(values):.2f} | {std:.2f} | {max(values):.2f} |")
+    if at_epoch:
+        print(f"\n| run | dev after epoch {at_epoch} | best dev within {at_epoch} epochs |")
+        print("|---|---|---|")
+        for log_path in sorted(base.glob("*/log.jsonl")):
+            log = [json.loads(x) for x in log_path.read_text().splitlines()][:at_epoch]
+            if len(log) < at_epoch:
+                continue
+            m = ExperimentConfig(**json.loads((log_path.parent / "config.json").read_text())).metric
+            devs = [x["dev"][m] for x in log]
+            print(f"| {log_path.parent.name} | {devs[-1]:.2f} | {max(devs):.2f} |")
     for sp in sorted(base.glob("speed-*.json")):
         data = json.loads(sp.read_text())
         for s in data if isinstance(data, list) else [data]:
@@ -46,4 +60,10 @@ def main(root: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs/bench")
+    args = sys.argv[1:]
+    epoch = None
+    if "--at-epoch" in args:
+        i = args.index("--at-epoch")
+        epoch = int(args[i + 1])
+        del args[i:i + 2]
+    main(args[0] if args else "runs/bench", epoch)
