@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.data.batching import Batch
+from seqlab.lstm import BiLSTM
 
 
 class CharCNN(nn.Module):
@@ -39,32 +40,21 @@ class CharCNN(nn.Module):
 
 
 class CharLSTM(nn.Module):
-    """Lample et al. (2016): char BiLSTM; the word is the concatenation of the two final states.
-
-    The two directions are two one-way LSTMs over right-padded rows: ``fwd`` reads the characters,
-    ``bwd`` reads them reversed, and each word takes the output at its last real character. That is
-    exactly a bidirectional LSTM over the real characters, and runs on the fused (padded) kernel,
-    about 2x faster on CPU than packed sequences."""
+    """Lample et al. (2016): char BiLSTM; the word is the concatenation of the two final states
+    (the forward state after the last character, the backward state after the first)."""
 
     def __init__(self, num_chars: int, dim: int, hidden: int):
         super().__init__()
         self.embed = nn.Embedding(num_chars, dim, padding_idx=0)
-        self.fwd = nn.LSTM(dim, hidden // 2, batch_first=True)
-        self.bwd = nn.LSTM(dim, hidden // 2, batch_first=True)
+        self.lstm = BiLSTM(dim, hidden // 2)
         self.output_dim = 2 * (hidden // 2)
 
     def forward(self, chars: Tensor) -> Tensor:
         """chars (words, max_word_len), right-padded with 0 -> (words, hidden)"""
-        real = chars.ne(0)  # (words, len)
-        lengths = real.sum(1).clamp(min=1)  # (words,)
-        pos = torch.arange(chars.shape[1], device=chars.device)  # (len,)
-        reverse = (lengths[:, None] - 1 - pos).clamp(min=0)  # (words, len): index of the mirrored char
-        reversed_chars = chars.gather(1, reverse).masked_fill(~real, 0)  # (words, len), still right-padded
-        last = (lengths - 1)[:, None, None]  # (words, 1, 1)
-        out_f, _ = self.fwd(self.embed(chars))  # (words, len, hidden/2)
-        out_b, _ = self.bwd(self.embed(reversed_chars))
-        pick = last.expand(-1, 1, out_f.shape[2])
-        return torch.cat([out_f.gather(1, pick), out_b.gather(1, pick)], dim=-1).squeeze(1)  # (words, hidden)
+        lengths = chars.ne(0).sum(1).clamp(min=1)  # (words,)
+        out_f, out_b = self.lstm.directions(self.embed(chars), lengths)  # (words, len, hidden/2) each
+        last = out_f.gather(1, (lengths - 1)[:, None, None].expand(-1, 1, out_f.shape[2])).squeeze(1)
+        return torch.cat([last, out_b[:, 0]], dim=-1)  # (words, hidden)
 
 
 class Embedder(nn.Module):

@@ -1,15 +1,14 @@
-"""Bidirectional LSTM encoder (packed, so padding never reaches the recurrence)."""
+"""Bidirectional LSTM encoder (padding never reaches a real token: see :mod:`seqlab.lstm`)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-import torch
 from pydantic import Field
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab.encoders.base import Encoder, LayerConfig
+from seqlab.lstm import BiLSTM
 
 
 class BiLSTMConfig(LayerConfig):
@@ -27,8 +26,7 @@ class BiLSTMEncoder(Encoder):
         super().__init__()
         if hidden % 2:
             raise ValueError(f"BiLSTM hidden size must be even (two directions), got {hidden}")
-        self.lstm = nn.LSTM(input_dim, hidden // 2, num_layers=layers, batch_first=True,
-                            bidirectional=True, dropout=dropout if layers > 1 else 0.0)
+        self.lstm = BiLSTM(input_dim, hidden // 2, layers, dropout)
         self.dropout = nn.Dropout(dropout)
         self.output_dim = hidden
         self.reset_parameters()
@@ -44,8 +42,5 @@ class BiLSTMEncoder(Encoder):
                 p.data[n:2 * n] = 0.5  # bias_ih and bias_hh add up to 1
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        lengths = mask.sum(1).cpu()  # (batch,)
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.lstm(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])  # (batch, seq, hidden)
-        return self.dropout(out)
+        out = self.lstm(x, mask.sum(1).clamp(min=1))  # (batch, seq, hidden)
+        return self.dropout(out * mask.unsqueeze(2))  # zeros on padding

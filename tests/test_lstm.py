@@ -1,0 +1,56 @@
+"""The padded bidirectional LSTM against PyTorch's packed bidirectional LSTM (the oracle)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from seqlab.encoders.bilstm import BiLSTMEncoder
+from seqlab.lstm import BiLSTM, gather_steps, reversal_index
+
+
+def copy_into_oracle(ours: BiLSTM, oracle: nn.LSTM) -> None:
+    """Give a packed ``nn.LSTM(bidirectional=True)`` our weights, layer by layer."""
+    with torch.no_grad():
+        for layer, (fwd, bwd) in enumerate(zip(ours.fwd, ours.bwd)):
+            for name, p in fwd.named_parameters():  # e.g. weight_ih_l0
+                getattr(oracle, name.replace("_l0", f"_l{layer}")).copy_(p)
+            for name, p in bwd.named_parameters():
+                getattr(oracle, name.replace("_l0", f"_l{layer}") + "_reverse").copy_(p)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_bilstm_equals_packed_bidirectional_lstm_on_real_steps(layers):
+    torch.manual_seed(0)
+    ours = BiLSTM(5, 4, layers).eval()
+    oracle = nn.LSTM(5, 4, num_layers=layers, batch_first=True, bidirectional=True)
+    copy_into_oracle(ours, oracle)
+    lengths = torch.tensor([6, 1, 4, 6, 3])
+    x = torch.randn(5, 6, 5)
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    expected, _ = pad_packed_sequence(oracle(packed)[0], batch_first=True, total_length=6)
+    got = ours(x, lengths)
+    for b, n in enumerate(lengths.tolist()):
+        assert torch.allclose(got[b, :n], expected[b, :n], atol=1e-6)
+
+
+def test_reversal_index_reverses_real_steps_only():
+    index = reversal_index(torch.tensor([3, 1, 4]), 4)
+    assert index.tolist() == [[2, 1, 0, 0], [0, 0, 0, 0], [3, 2, 1, 0]]
+    x = torch.arange(12.0).view(3, 4, 1)
+    twice = gather_steps(gather_steps(x, index), index)
+    assert twice[0, :3].flatten().tolist() == [0.0, 1.0, 2.0]  # an involution on real steps
+
+
+def test_encoder_outputs_zero_on_padding_and_ignore_padding_values():
+    torch.manual_seed(0)
+    enc = BiLSTMEncoder(5, 8, layers=2, dropout=0.0).eval()
+    mask = torch.tensor([[True, True, True, False, False], [True] * 5])
+    x = torch.randn(2, 5, 5)
+    noisy = x.clone()
+    noisy[0, 3:] = 100.0  # whatever sits in padding
+    a, b = enc(x, mask), enc(noisy, mask)
+    assert torch.equal(a[0, 3:], torch.zeros(2, 8))
+    assert torch.allclose(a, b)
