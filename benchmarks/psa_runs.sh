@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The PSA benchmark runs of issue 3 (and the chunking tuning runs of issue 2), as run on 2026-11-21:
 # two workers, one torch thread each. Epoch caps (to fit one 3-hour session on 2 cores): chunking PSA vs
-# baseline 20, POS and NER 15, chunking ablations 10 (compared on dev F1 at equal epochs), tuning 30.
+# baseline 20, POS and NER 10, chunking ablations 8 (compared on dev F1 at equal epochs), tuning 30.
 # Usage: benchmarks/psa_runs.sh [OUT_ROOT]   then: python benchmarks/summarize.py OUT_ROOT
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,11 +23,11 @@ for seed in 1 2 3; do
   job configs/chunking-psa.yaml chunking-psa "$seed"
   job configs/psa/chunking-viii-no-fusion.yaml chunking-bilstm-crf-psa-setting "$seed"
 done
-job configs/pos-psa.yaml pos-psa 1 15
-job configs/psa/pos-viii-no-fusion.yaml pos-bilstm-crf-psa-setting 1 15
-job configs/ner-conll2003-psa.yaml ner-conll2003-psa 1 15
-job configs/psa/ner-conll2003-viii-no-fusion.yaml ner-conll2003-bilstm-crf-psa-setting 1 15
+job configs/pos-psa.yaml pos-psa 1 10
+job configs/psa/pos-viii-no-fusion.yaml pos-bilstm-crf-psa-setting 1 10
+job configs/ner-conll2003-psa.yaml ner-conll2003-psa 1 10
+job configs/psa/ner-conll2003-viii-no-fusion.yaml ner-conll2003-bilstm-crf-psa-setting 1 10
 for row in vii-no-mask vii-no-gaussian vii-no-position-bias viii-no-first-fusion viii-no-second-fusion; do
-  job "configs/psa/chunking-$row.yaml" "chunking-$row" 1 10
+  job "configs/psa/chunking-$row.yaml" "chunking-$row" 1 8
 done
 exec benchmarks/queue.sh "$Q" 2
