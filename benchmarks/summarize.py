@@ -5,7 +5,8 @@
 Runs named ``<setup>-seed<N>`` are also grouped per setup: mean, sample standard deviation and max of
 the test metric over the seeds that finished. ``--at-epoch N`` adds, per run, the dev metric after
 epoch N and the best dev metric within the first N epochs (ablations run for fewer epochs are compared
-with the full runs at equal training).
+with the full runs at equal training). ``--curves`` adds, per setup, the dev metric after each epoch,
+averaged over the seeds that ran that epoch.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from pathlib import Path
 from seqlab.config import ExperimentConfig
 
 
-def main(root: str, at_epoch: int | None = None) -> None:
+def _dev_curve(run_dir: Path) -> list[float]:
+    """Dev metric after each epoch of one run, the metric named by the run's config."""
+    m = ExperimentConfig(**json.loads((run_dir / "config.json").read_text())).metric
+    return [json.loads(x)["dev"][m] for x in (run_dir / "log.jsonl").read_text().splitlines()]
+
+
+def main(root: str, at_epoch: int | None = None, curves: bool = False) -> None:
     base = Path(root)
     groups: dict[str, list[float]] = defaultdict(list)
     print("| run | metric | best epoch / epochs run | dev | test | mean train sent/s (1 thread) | train wall s |")
@@ -42,12 +49,19 @@ def main(root: str, at_epoch: int | None = None) -> None:
         print(f"\n| run | dev after epoch {at_epoch} | best dev within {at_epoch} epochs |")
         print("|---|---|---|")
         for log_path in sorted(base.glob("*/log.jsonl")):
-            log = [json.loads(x) for x in log_path.read_text().splitlines()][:at_epoch]
-            if len(log) < at_epoch:
+            devs = _dev_curve(log_path.parent)[:at_epoch]
+            if len(devs) < at_epoch:
                 continue
-            m = ExperimentConfig(**json.loads((log_path.parent / "config.json").read_text())).metric
-            devs = [x["dev"][m] for x in log]
             print(f"| {log_path.parent.name} | {devs[-1]:.2f} | {max(devs):.2f} |")
+    if curves:
+        per_setup: dict[str, list[list[float]]] = defaultdict(list)
+        for log_path in sorted(base.glob("*/log.jsonl")):
+            per_setup[re.sub(r"-seed\d+$", "", log_path.parent.name)].append(_dev_curve(log_path.parent))
+        print("\n| setup | runs | mean dev after epoch 1, 2, ... |")
+        print("|---|---|---|")
+        for name, runs in sorted(per_setup.items()):
+            means = [statistics.mean(r[e] for r in runs if len(r) > e) for e in range(max(map(len, runs)))]
+            print(f"| {name} | {len(runs)} | {' '.join(f'{v:.2f}' for v in means)} |")
     for sp in sorted(base.glob("speed-*.json")):
         data = json.loads(sp.read_text())
         for s in data if isinstance(data, list) else [data]:
@@ -66,4 +80,7 @@ if __name__ == "__main__":
         i = args.index("--at-epoch")
         epoch = int(args[i + 1])
         del args[i:i + 2]
-    main(args[0] if args else "runs/bench", epoch)
+    show_curves = "--curves" in args
+    if show_curves:
+        args.remove("--curves")
+    main(args[0] if args else "runs/bench", epoch, show_curves)
