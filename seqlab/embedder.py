@@ -46,7 +46,7 @@ class CharLSTM(nn.Module):
     def __init__(self, num_chars: int, dim: int, hidden: int):
         super().__init__()
         self.embed = nn.Embedding(num_chars, dim, padding_idx=0)
-        self.lstm = BiLSTM(dim, hidden // 2)
+        self.lstm = BiLSTM(dim, hidden // 2, packed_inference=True)  # ragged rows: pack when not training
         self.output_dim = 2 * (hidden // 2)
 
     def forward(self, chars: Tensor) -> Tensor:

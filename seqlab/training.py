@@ -51,11 +51,15 @@ class TrainResult:
 
 
 def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
+    # foreach: one multi-tensor update over all parameters instead of a per-tensor loop (PyTorch's
+    # default on CPU). A small gain: NAdam's step on the chunking model went from 5.3 to 5.0 ms (of an
+    # 18 ms batch-10 training step; most of it is the dense update of the word embedding matrix).
     if cfg.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
+                               foreach=True)
     if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return torch.optim.NAdam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
+    return torch.optim.NAdam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
 
 
 def learning_rate(cfg: TrainConfig, epoch: int) -> float:

@@ -21,17 +21,19 @@ def copy_into_oracle(ours: BiLSTM, oracle: nn.LSTM) -> None:
                 getattr(oracle, name.replace("_l0", f"_l{layer}") + "_reverse").copy_(p)
 
 
+@pytest.mark.parametrize("grad", [True, False], ids=["padded-kernel", "packed-kernel"])
 @pytest.mark.parametrize("layers", [1, 2])
-def test_bilstm_equals_packed_bidirectional_lstm_on_real_steps(layers):
+def test_bilstm_equals_packed_bidirectional_lstm_on_real_steps(layers, grad):
     torch.manual_seed(0)
-    ours = BiLSTM(5, 4, layers).eval()
+    ours = BiLSTM(5, 4, layers, packed_inference=True).eval()
     oracle = nn.LSTM(5, 4, num_layers=layers, batch_first=True, bidirectional=True)
     copy_into_oracle(ours, oracle)
     lengths = torch.tensor([6, 1, 4, 6, 3])
     x = torch.randn(5, 6, 5)
     packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     expected, _ = pad_packed_sequence(oracle(packed)[0], batch_first=True, total_length=6)
-    got = ours(x, lengths)
+    with torch.set_grad_enabled(grad):  # with grad: padded rows; without: packed
+        got = ours(x, lengths)
     for b, n in enumerate(lengths.tolist()):
         assert torch.allclose(got[b, :n], expected[b, :n], atol=1e-6)
 
