@@ -2,6 +2,7 @@
 # The PSA benchmark runs of issue 3 (and the chunking tuning runs of issue 2), as run on 2026-11-21:
 # two workers, one torch thread each. Epoch caps (to fit one 3-hour session on 2 cores): chunking PSA vs
 # baseline 20, POS and NER 10, chunking ablations 8 (compared on dev F1 at equal epochs), tuning 30.
+# (Session 3 ran the jobs left unfinished by session 2, and the chunking-bilstm-crf-large seeds.)
 # Usage: benchmarks/psa_runs.sh [OUT_ROOT]   then: python benchmarks/summarize.py OUT_ROOT
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +17,14 @@ job() {  # config, run name, seed, [epochs], [extra --set options]
 }
 job configs/chunking-bilstm-crf.yaml tune-chunking-nadam 1 30 \
     "--set train.optimizer=nadam --set train.lr=0.002 --set train.clip=1.0"
-job configs/chunking-bilstm-crf.yaml tune-chunking-sgd-lr03 1 30 "--set train.lr=0.03"
-job configs/psa/chunking-viii-no-fusion.yaml tune-chunking-nadam-large 1 30 \
-    "--set train.optimizer=nadam --set train.lr=0.002 --set train.clip=1.0"
+job configs/chunking-bilstm-crf.yaml tune-chunking-sgd-lr03 1 30 \
+    "--set train.optimizer=sgd --set train.lr=0.03 --set train.clip=5.0"  # killed after epoch 17
+# Seed 1 ran (session 2) as configs/psa/chunking-viii-no-fusion.yaml with --set train.optimizer=nadam
+# --set train.lr=0.002 --set train.clip=1.0 (name tune-chunking-nadam-large): its resolved config.json is
+# identical to this config's; the run directory was renamed chunking-bilstm-crf-large-seed1.
+for seed in 1 2 3 4 5; do
+  job configs/chunking-bilstm-crf-large.yaml chunking-bilstm-crf-large "$seed" 30
+done
 for seed in 1 2 3; do
   job configs/chunking-psa.yaml chunking-psa "$seed"
   job configs/psa/chunking-viii-no-fusion.yaml chunking-bilstm-crf-psa-setting "$seed"

@@ -38,6 +38,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--train-batches", type=int, default=400)
     p.add_argument("--batch-sizes", default="1,64")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override for every config measured, as in `seqlab train --set`")
     p.add_argument("--out")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -56,7 +58,7 @@ def main() -> None:
 
 
 def measure(config_path: str, args: argparse.Namespace) -> dict:
-    config = load_config(config_path)
+    config = load_config(config_path, args.set)
     seed_everything(config.train.seed)
     corpus = load_corpus(config.data, args.data_root)
     tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
@@ -84,7 +86,8 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     sents = sum(len(b.index) for b in batches)
     toks = sum(b.num_tokens for b in batches)
     result = {
-        "config": config_path, "threads": args.threads, "cpu_count": os.cpu_count(), "torch": torch.__version__,
+        "config": config_path, "overrides": args.set, "threads": args.threads, "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
         "machine": platform.processor() or platform.machine(), "parameters": sum(q.numel() for q in params),
         "train": {"batch_size": cfg.batch_size, "batches": len(batches), "sentences": sents, "tokens": toks,
                   "seconds": round(seconds, 2), "sentences_per_s": round(sents / seconds, 1),

@@ -69,7 +69,8 @@ def main(root: str, at_epoch: int | None = None, curves: bool = False) -> None:
             inf = "; ".join(f"batch {k}: {v['sentences_per_s']} sent/s, {v['tokens_per_s']} tok/s"
                             for k, v in s["inference"].items())
             rel = f"; relative to the first config: {s['relative_to_first']}" if "relative_to_first" in s else ""
-            print(f"\n{sp.name} {s['config']}: threads {s['threads']}, params {s['parameters']}; train (batch "
+            sets = "".join(f" --set {o}" for o in s.get("overrides", []))
+            print(f"\n{sp.name} {s['config']}{sets}: threads {s['threads']}, params {s['parameters']}; train (batch "
                   f"{t['batch_size']}): {t['sentences_per_s']} sent/s, {t['tokens_per_s']} tok/s; inference: {inf}{rel}")
 
 
