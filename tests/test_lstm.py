@@ -38,6 +38,30 @@ def test_bilstm_equals_packed_bidirectional_lstm_on_real_steps(layers, grad):
         assert torch.allclose(got[b, :n], expected[b, :n], atol=1e-6)
 
 
+def test_packed_inference_follows_weight_updates():
+    """The inference path runs a cached bidirectional copy of the weights: it must be rebuilt after an
+    in-place update (optimiser step, load_state_dict) and agree with the training path again."""
+    torch.manual_seed(0)
+    ours = BiLSTM(5, 4, 2, packed_inference=True).eval()
+    lengths = torch.tensor([6, 2, 4])
+    x = torch.randn(3, 6, 5)
+
+    def agree() -> bool:
+        with torch.no_grad():
+            packed = ours(x, lengths)
+        padded = ours(x, lengths)  # grad enabled: the padded one-way kernels
+        return all(torch.allclose(packed[b, :n], padded[b, :n], atol=1e-6)
+                   for b, n in enumerate(lengths.tolist()))
+
+    assert agree()
+    with torch.no_grad():
+        ours.bwd[1].weight_hh_l0.add_(0.5)  # in place, as an optimiser step does
+    assert agree()
+    ours.load_state_dict({k: torch.randn_like(v) for k, v in ours.state_dict().items()})
+    assert agree()
+    assert "_bi_cache" not in "".join(ours.state_dict())  # the copy is never saved
+
+
 def test_reversal_index_reverses_real_steps_only():
     index = reversal_index(torch.tensor([3, 1, 4]), 4)
     assert index.tolist() == [[2, 1, 0, 0], [0, 0, 0, 0], [3, 2, 1, 0]]
