@@ -7,7 +7,8 @@ Several configs in one run (e.g. PSA against its baseline) are measured one afte
 same process, on the same batches, and the output adds each one's speed relative to the first.
 
 Training: ``--train-batches`` optimisation steps at the config's batch size (length-bucketed batches
-as in training, forward + backward + clipping + SGD step). Inference: the whole test set through
+as in training; each step is :func:`seqlab.training.train_step`: forward, backward, clipping with the
+config's threshold, optimiser step). Inference: the whole test set through
 ``Tagger.predict_tags`` at each ``--batch-sizes`` (encoding, network, Viterbi and conversion back to
 the input's scheme included), after one warm-up pass. Weights are freshly initialised: throughput does
 not depend on their values. Run nothing else on the machine meanwhile.
@@ -28,7 +29,7 @@ from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything
+from seqlab.training import make_optimizer, seed_everything, train_step
 
 
 def main() -> None:
@@ -70,18 +71,11 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     batches = batches[: args.train_batches]
     net.train()
 
-    def step(batch) -> None:
-        loss = net.loss(batch).mean()
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 5.0)
-        optimizer.step()
-
     for batch in batches[:20]:  # warm-up
-        step(batch)
+        train_step(net, batch, optimizer, params, cfg)
     start = time.perf_counter()
     for batch in batches:
-        step(batch)
+        train_step(net, batch, optimizer, params, cfg)
     seconds = time.perf_counter() - start
     sents = sum(len(b.index) for b in batches)
     toks = sum(b.num_tokens for b in batches)

@@ -62,6 +62,19 @@ def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.NAdam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
 
 
+def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig) -> torch.Tensor:
+    """One optimisation step on one batch (loss, backward, clipping, update): the per-sentence
+    losses, shape (batch,), detached."""
+    losses = net.loss(batch)  # (batch,)
+    loss = losses.sum() if cfg.loss_reduction == "sum" else losses.mean()
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.clip:
+        torch.nn.utils.clip_grad_norm_(params, cfg.clip)
+    optimizer.step()
+    return losses.detach()
+
+
 def learning_rate(cfg: TrainConfig, epoch: int) -> float:
     """lr_t = lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule)."""
     return cfg.lr / (1.0 + cfg.lr_decay * epoch)
@@ -135,14 +148,7 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{cfg.max_epochs}", disable=not progress, leave=False,
                    mininterval=0.5, unit="batch")
         for batch in bar:
-            losses = net.loss(batch)  # (batch,)
-            loss = losses.sum() if cfg.loss_reduction == "sum" else losses.mean()
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.clip:
-                torch.nn.utils.clip_grad_norm_(params, cfg.clip)
-            optimizer.step()
-            total_loss += float(losses.detach().sum())
+            total_loss += float(train_step(net, batch, optimizer, params, cfg).sum())
         train_seconds = time.perf_counter() - start
         dev_start = time.perf_counter()
         dev_scores, _ = tagger.evaluate(corpus.dev, allow_unseen_labels=True)

@@ -8,7 +8,6 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from seqlab.embedder import CharCNN, CharLSTM
-from tests.test_lstm import copy_into_oracle
 
 
 def _chars(lengths: list[int], width: int, seed: int = 0) -> torch.Tensor:
@@ -23,7 +22,7 @@ def test_char_lstm_equals_packed_bidirectional_lstm():
     torch.manual_seed(0)
     enc = CharLSTM(20, 6, 8)
     oracle = nn.LSTM(6, 4, batch_first=True, bidirectional=True)
-    copy_into_oracle(enc.lstm, oracle)
+    enc.lstm.copy_weights_into(oracle)
     lengths = [1, 5, 3, 7, 2]
     chars = _chars(lengths, 7)
     packed = pack_padded_sequence(enc.embed(chars), torch.tensor(lengths), batch_first=True, enforce_sorted=False)

@@ -1,4 +1,7 @@
-"""The padded bidirectional LSTM against PyTorch's packed bidirectional LSTM (the oracle)."""
+"""The padded bidirectional LSTM against PyTorch's packed bidirectional LSTM (the oracle).
+
+The oracle gets our weights through ``BiLSTM.copy_weights_into``, which the packed inference path uses
+too; the padded (grad) path never copies, so a wrong copy fails its comparison with the oracle."""
 
 from __future__ import annotations
 
@@ -11,23 +14,13 @@ from seqlab.encoders.bilstm import BiLSTMEncoder
 from seqlab.lstm import BiLSTM, gather_steps, reversal_index
 
 
-def copy_into_oracle(ours: BiLSTM, oracle: nn.LSTM) -> None:
-    """Give a packed ``nn.LSTM(bidirectional=True)`` our weights, layer by layer."""
-    with torch.no_grad():
-        for layer, (fwd, bwd) in enumerate(zip(ours.fwd, ours.bwd)):
-            for name, p in fwd.named_parameters():  # e.g. weight_ih_l0
-                getattr(oracle, name.replace("_l0", f"_l{layer}")).copy_(p)
-            for name, p in bwd.named_parameters():
-                getattr(oracle, name.replace("_l0", f"_l{layer}") + "_reverse").copy_(p)
-
-
 @pytest.mark.parametrize("grad", [True, False], ids=["padded-kernel", "packed-kernel"])
 @pytest.mark.parametrize("layers", [1, 2])
 def test_bilstm_equals_packed_bidirectional_lstm_on_real_steps(layers, grad):
     torch.manual_seed(0)
     ours = BiLSTM(5, 4, layers, packed_inference=True).eval()
     oracle = nn.LSTM(5, 4, num_layers=layers, batch_first=True, bidirectional=True)
-    copy_into_oracle(ours, oracle)
+    ours.copy_weights_into(oracle)
     lengths = torch.tensor([6, 1, 4, 6, 3])
     x = torch.randn(5, 6, 5)
     packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
