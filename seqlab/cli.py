@@ -180,7 +180,9 @@ def cmd_attention(args) -> None:
     if not layers:
         raise SeqlabError("this model has no attention layer to show", path=args.model)
     out = Path(args.out)
-    for k, layer in enumerate(layers):
+    if not out.suffix:
+        out = out.with_suffix(".png")  # the files are PNG whatever the name says
+    for layer in layers:
         path = out if len(layers) == 1 else out.with_name(f"{out.stem}-layer{layer['layer']}{out.suffix}")
         plot_attention(pred.tokens, layer["attention"], path, title=f"encoder layer {layer['layer']}")
         print(path)

@@ -65,12 +65,18 @@ def test_one_token_sentence(psa_run):
 
 def test_attention_heatmap_command(psa_run, tmp_path):
     _, run, _ = psa_run
-    proc = subprocess.run([sys.executable, "-m", "seqlab", "-q", "attention", str(run / "model"),
-                           "The dollar moved higher .", "--out", str(tmp_path / "heat.png")],
-                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    assert proc.returncode == 0, proc.stderr
+
+    def attention(out: str) -> None:
+        proc = subprocess.run([sys.executable, "-m", "seqlab", "-q", "attention", str(run / "model"),
+                               "The dollar moved higher .", "--out", str(tmp_path / out)],
+                              capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        assert proc.returncode == 0, proc.stderr
+
+    attention("heat.png")
     for name in ("heat-layer0.png", "heat-layer2.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+    attention("bare")
+    assert (tmp_path / "bare-layer0.png").read_bytes()[:4] == b"\x89PNG"  # .png added to a bare name
 
 
 def test_early_variant_and_softmax_decoder_train(tmp_path):
