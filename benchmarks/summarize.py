@@ -22,8 +22,13 @@ from seqlab.config import ExperimentConfig
 
 
 def _dev_curve(run_dir: Path) -> list[float]:
-    """Dev metric after each epoch of one run, the metric named by the run's config."""
-    m = ExperimentConfig(**json.loads((run_dir / "config.json").read_text())).metric
+    """Dev metric after each epoch of one run: the metric named in results.json (finished runs; the
+    session-1 results keep no config.json) or else by the run's config."""
+    results = run_dir / "results.json"
+    if results.exists():
+        m = json.loads(results.read_text())["metric"]
+    else:
+        m = ExperimentConfig(**json.loads((run_dir / "config.json").read_text())).metric
     return [json.loads(x)["dev"][m] for x in (run_dir / "log.jsonl").read_text().splitlines()]
 
 
