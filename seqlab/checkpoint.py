@@ -40,10 +40,13 @@ def optimizer_from_files(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
     return {"state": state, "param_groups": meta["param_groups"]}
 
 
-def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, trainer_state: dict) -> None:
+def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, trainer_state: dict,
+                    extra: dict[str, torch.Tensor] | None = None) -> None:
+    """``extra``: more named tensors the trainer needs back (the weight average)."""
     tensors, opt_meta = optimizer_to_files(optimizer)
     tensors = {f"optimizer.{k}": v for k, v in tensors.items()}
     tensors["rng.torch"] = torch.get_rng_state()
+    tensors.update({f"extra.{k}": v.detach().contiguous().cpu() for k, v in (extra or {}).items()})
 
     def fill(tmp: Path) -> None:
         for name, data in tagger._files().items():
@@ -53,9 +56,12 @@ def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, traine
     atomic_write_dir(path, fill)
 
 
-def load_checkpoint(path: Path) -> tuple[dict, dict, torch.Tensor, dict]:
-    """(optimizer state dict, trainer state, torch RNG state, raw JSON) from a checkpoint folder."""
+def load_checkpoint(path: Path) -> tuple[dict, dict, torch.Tensor, dict[str, torch.Tensor]]:
+    """(optimizer state dict, trainer state, torch RNG state, extra tensors) from a checkpoint folder."""
     tensors = load_file(str(path / "trainer.safetensors"))
     meta = json.loads((path / "trainer.json").read_text())
-    opt_tensors = {k[len("optimizer."):]: v for k, v in tensors.items() if k.startswith("optimizer.")}
-    return optimizer_from_files(opt_tensors, meta["optimizer"]), meta["trainer"], tensors["rng.torch"], meta
+
+    def prefixed(prefix: str) -> dict[str, torch.Tensor]:
+        return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+    return (optimizer_from_files(prefixed("optimizer."), meta["optimizer"]), meta["trainer"], tensors["rng.torch"],
+            prefixed("extra."))

@@ -98,6 +98,9 @@ class TrainConfig(LayerConfig):
     eval_batch_size: int = Field(128, gt=0, description="inference is cheap; large batches are fastest")
     max_epochs: int = Field(50, gt=0, description="long enough for early stopping to decide")
     patience: int = Field(10, ge=1, description="epochs without dev improvement before stopping")
+    ema_decay: float | None = Field(
+        None, gt=0, lt=1, description="if set, dev scoring and the saved model use an exponential moving "
+                                      "average of the weights with this per-step decay (e.g. 0.999)")
     loss_reduction: Literal["sum", "mean"] = Field(
         "mean", description="Ma and Hovy average the batch loss; with momentum 0.9, a sum is a 10x larger step")
     seed: int = Field(1, description="one seed makes a run repeatable")

@@ -11,6 +11,7 @@ Layout of an output folder:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from seqlab.averaging import WeightAverage
 from seqlab.checkpoint import load_checkpoint, save_checkpoint
 from seqlab.config import ExperimentConfig, TrainConfig
 from seqlab.data.batching import make_batches
@@ -106,9 +108,10 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     corpus = load_corpus(config.data, data_root)
     metric = config.metric
     ckpt_dir = out / "checkpoint"
+    extra: dict[str, torch.Tensor] = {}  # tensors the checkpoint holds besides model and optimiser
     if resume and (ckpt_dir / "trainer.json").is_file():
         tagger = Tagger.load(ckpt_dir)
-        opt_state, state, rng, _ = load_checkpoint(ckpt_dir)
+        opt_state, state, rng, extra = load_checkpoint(ckpt_dir)
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
         optimizer.load_state_dict(opt_state)
         torch.set_rng_state(rng)
@@ -125,6 +128,9 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
         atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
     net = tagger.net
     params = [p for p in net.parameters() if p.requires_grad]
+    average = WeightAverage(net, cfg.ema_decay) if cfg.ema_decay else None
+    if average and extra:  # resuming: the average goes on from where it was
+        average.load_state_tensors(extra)
     train_enc = tagger.encode(corpus.train, with_tags=True)
     for name, split in (("dev", corpus.dev), ("test", corpus.test)):
         unseen = tagger.unseen_labels(split)
@@ -149,26 +155,33 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
                    mininterval=0.5, unit="batch")
         for batch in bar:
             total_loss += float(train_step(net, batch, optimizer, params, cfg).sum())
+            if average:
+                average.update(net)
         train_seconds = time.perf_counter() - start
-        dev_start = time.perf_counter()
-        dev_scores, _ = tagger.evaluate(corpus.dev, allow_unseen_labels=True)
-        dev_seconds = time.perf_counter() - dev_start
+        scored = average.swapped_into(tagger) if average else contextlib.nullcontext()
+        with scored:  # the dev score and the best model: averaged weights if there is an average
+            dev_start = time.perf_counter()
+            dev_scores, _ = tagger.evaluate(corpus.dev, allow_unseen_labels=True)
+            dev_seconds = time.perf_counter() - dev_start
+            dev = scores_dict(dev_scores)
+            value = dev[metric]
+            improved = value > state["best"]
+            if improved:
+                tagger.save(out / "model")
         record = {"epoch": epoch + 1, "loss": total_loss / len(train_enc), "lr": lr,
-                  "dev": scores_dict(dev_scores), "seconds": round(train_seconds, 3),
+                  "dev": dev, "seconds": round(train_seconds, 3),
                   "dev_seconds": round(dev_seconds, 3),
                   "sentences_per_s": round(len(train_enc) / train_seconds, 1),
                   "tokens_per_s": round(n_tokens / train_seconds, 1)}
         speeds.append(record["sentences_per_s"])
-        value = record["dev"][metric]
         state["epoch"] = epoch + 1
-        if value > state["best"]:
+        if improved:
             state.update(best=value, best_epoch=epoch + 1, bad_epochs=0)
-            tagger.save(out / "model")
         else:
             state["bad_epochs"] += 1
         state["history"].append(record)
         append_line(out / "log.jsonl", json.dumps(record))
-        save_checkpoint(ckpt_dir, tagger, optimizer, state)
+        save_checkpoint(ckpt_dir, tagger, optimizer, state, average.state_tensors() if average else None)
         log.info("epoch %d  loss %.3f  dev %s %.2f%s  %.1fs (%.0f sent/s)", epoch + 1, record["loss"], metric,
                  value, " *" if state["best_epoch"] == epoch + 1 else "", train_seconds, record["sentences_per_s"])
 

@@ -89,3 +89,46 @@ def test_demo_command_runs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "FB1" in out and "chunks:" in out
     assert " #/" in out  # the pound sign of the example sentence is a token
+
+
+def test_weight_average_scores_and_saves_the_averaged_weights(tiny_corpus, tmp_path):
+    """With ema_decay the saved model holds the EMA of the per-step weights, recomputed here by hand."""
+    import torch
+    from safetensors.torch import load_file
+
+    from seqlab.averaging import WeightAverage
+    from seqlab.tagger import Tagger
+
+    cfg = _short(tiny_corpus, 2, optimizer="sgd", lr=0.05, ema_decay=0.9, patience=5)
+    train(cfg, tmp_path / "avg", progress=False)
+    raw = load_file(str(tmp_path / "avg" / "checkpoint" / "model.safetensors"))  # last raw weights
+    avg = load_file(str(tmp_path / "avg" / "checkpoint" / "trainer.safetensors"))
+    averaged = {k[len("extra."):]: v for k, v in avg.items() if k.startswith("extra.") and "__" not in k}
+    moved = [k for k in raw if not torch.equal(raw[k], averaged[k])]
+    assert moved, "the average equals the raw weights: it is not being updated"
+    # The EMA recurrence on a known sequence of weights.
+    net = Tagger.load(tmp_path / "avg" / "model").net
+    ema = WeightAverage(net, 0.5)
+    first = {k: v.clone() for k, v in net.state_dict().items()}
+    ema.update(net)  # copies
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(1.0)
+    ema.update(net)  # 0.5 * w + 0.5 * (w + 1) = w + 0.5
+    for name, p in ema.net.named_parameters():
+        assert torch.allclose(p, first[name] + 0.5, atol=1e-6)
+    # dev scores in the log are those of the saved (averaged) best model
+    log = [json.loads(x) for x in (tmp_path / "avg" / "log.jsonl").read_text().splitlines()]
+    results = json.loads((tmp_path / "avg" / "results.json").read_text())
+    assert results["dev"]["f1"] == pytest.approx(max(x["dev"]["f1"] for x in log))
+
+
+def test_resume_with_weight_average_gives_the_same_run(tiny_corpus, tmp_path):
+    over = dict(optimizer="sgd", lr=0.05, ema_decay=0.9)
+    full = train(_short(tiny_corpus, 4, **over), tmp_path / "full", progress=False)
+    train(_short(tiny_corpus, 2, **over), tmp_path / "part", progress=False)
+    resumed = train(_short(tiny_corpus, 4, **over), tmp_path / "part", resume=True, progress=False)
+    lf = [json.loads(x)["dev"]["f1"] for x in (tmp_path / "full" / "log.jsonl").read_text().splitlines()]
+    lr = [json.loads(x)["dev"]["f1"] for x in (tmp_path / "part" / "log.jsonl").read_text().splitlines()]
+    assert lr == pytest.approx(lf, abs=1e-6)
+    assert resumed.dev["f1"] == pytest.approx(full.dev["f1"])
