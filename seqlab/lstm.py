@@ -49,7 +49,7 @@ class BiLSTM(nn.Module):
     def directions(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
         """Last layer's (forward, backward) outputs, each (batch, seq_len, hidden), in input order.
         x (batch, seq_len, input_dim) right-padded; lengths (batch,) >= 1. Padded positions: garbage."""
-        if self.packed_inference and not torch.is_grad_enabled():
+        if self.packed_inference and not (self.training or torch.is_grad_enabled()):  # eval + no_grad
             packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
             out, _ = self._bidirectional_copy()(packed)
             out = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]

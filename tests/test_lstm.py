@@ -73,3 +73,14 @@ def test_encoder_outputs_zero_on_padding_and_ignore_padding_values():
     a, b = enc(x, mask), enc(noisy, mask)
     assert torch.equal(a[0, 3:], torch.zeros(2, 8))
     assert torch.allclose(a, b)
+
+
+def test_no_grad_in_train_mode_keeps_dropout_between_layers():
+    """The packed copy has no dropout: it serves eval mode only, not a no_grad pass in train mode."""
+    torch.manual_seed(0)
+    ours = BiLSTM(5, 4, 2, dropout=0.5, packed_inference=True).train()
+    x, lengths = torch.randn(3, 6, 5), torch.tensor([6, 2, 4])
+    with torch.no_grad():
+        a, b = ours(x, lengths), ours(x, lengths)
+    assert not torch.allclose(a, b)  # two different dropout masks
+    assert ours._bi_cache is None  # the packed copy was never built
