@@ -36,9 +36,10 @@ def setup(task: str, encoders: list[dict], decoder: str = "crf") -> dict:
         "task": task,
         "data": DATA[task],
         "model": {
-            "embedder": {"word": {"dim": 50, "pretrained": "glove-6b-50d", "freeze": False},
-                         "char": {"type": "lstm", "dim": 30, "hidden": 100},
-                         "casing_dim": 0, "dropout": 0.55},
+            "embedder": {"features": {
+                "word": {"type": "words", "dim": 50, "pretrained": "glove-6b-50d", "freeze": False},
+                "char": {"type": "chars", "encoder": "lstm", "dim": 30, "hidden": 100}},
+                "dropout": 0.55},
             "encoders": encoders,
             "decoder": {"type": decoder},
         },

@@ -67,7 +67,8 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     params = [q for q in net.parameters() if q.requires_grad]
     optimizer = make_optimizer(params, cfg)
     encoded = tagger.encode(corpus.train, with_tags=True)
-    batches = make_batches(encoded, cfg.batch_size, cfg.batch_tokens, shuffle=True, rng=random.Random(1))
+    batches = make_batches(encoded, tagger.featurizers, cfg.batch_size, cfg.batch_tokens, shuffle=True,
+                           rng=random.Random(1), length=cfg.batch_length)
     batches = batches[: args.train_batches]
     net.train()
 

@@ -50,8 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("data")
     e.add_argument("--output", help="write predictions in conlleval format")
     e.add_argument("--batch-size", type=int)
-    e.add_argument("--allow-unseen-labels", action="store_true",
-                   help="score gold labels the model never saw as misses (as conlleval) instead of failing")
+    e.add_argument("--strict", action="store_true",
+                   help="refuse gold labels unseen in training (by default they are scored as misses, as "
+                        "conlleval does, with a warning)")
+    e.add_argument("--device", default="cpu", help="cpu, cuda or auto")
 
     r = sub.add_parser("predict", help="tag raw text or a CoNLL file")
     r.add_argument("model")
@@ -61,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--nbest", type=int, help="also output the k best tag sequences (jsonl)")
     r.add_argument("--explain", action="store_true", help="attention weights and fusion gates (jsonl)")
     r.add_argument("--batch-size", type=int)
+    r.add_argument("--device", default="cpu", help="cpu, cuda or auto")
 
     s = sub.add_parser("score", help="conlleval replacement: last two columns are gold and predicted tags")
     s.add_argument("file")
@@ -115,14 +118,14 @@ def _headline(scores: dict | None) -> dict | None:
 def cmd_evaluate(args) -> None:
     from seqlab.metrics import format_report
     from seqlab.training import evaluate
-    scores = evaluate(args.model, args.data, args.output, args.batch_size, args.allow_unseen_labels)
+    scores = evaluate(args.model, args.data, args.output, args.batch_size, args.strict, args.device)
     print(format_report(scores))
 
 
 def cmd_predict(args) -> None:
     from seqlab.data.readers import read_conll, read_raw, write_conll
     from seqlab.tagger import Tagger
-    tagger = Tagger.load(args.model)
+    tagger = Tagger.load(args.model, args.device)
     if args.file == "-":
         lines = sys.stdin.read().splitlines()
         source = "<stdin>"
@@ -176,15 +179,15 @@ def cmd_attention(args) -> None:
     from seqlab.plotting import plot_attention
     from seqlab.tagger import Tagger
     pred = Tagger.load(args.model).predict([args.sentence], explain=True)[0]
-    layers = [x for x in (pred.explanation or []) if "attention" in x]
+    layers = [x for x in (pred.explanation or []) if x.attention is not None]
     if not layers:
         raise SeqlabError("this model has no attention layer to show", path=args.model)
     out = Path(args.out)
     if not out.suffix:
         out = out.with_suffix(".png")  # the files are PNG whatever the name says
     for layer in layers:
-        path = out if len(layers) == 1 else out.with_name(f"{out.stem}-layer{layer['layer']}{out.suffix}")
-        plot_attention(pred.tokens, layer["attention"], path, title=f"encoder layer {layer['layer']}")
+        path = out if len(layers) == 1 else out.with_name(f"{out.stem}-layer{layer.layer}{out.suffix}")
+        plot_attention(pred.tokens, layer.attention, path, title=f"encoder layer {layer.layer}")
         print(path)
 
 
@@ -205,7 +208,7 @@ def cmd_demo(args) -> None:
     result = train(config, args.out, progress=not args.quiet)
     test_file = Path(__file__).parent / "resources" / "conll2000" / "test.txt"
     print(f"\nBest dev F1 {result.dev['f1']:.2f} at epoch {result.best_epoch}. Test sample ({test_file.name}):")
-    print(format_report(evaluate(Path(args.out) / "model", test_file, allow_unseen_labels=True)))
+    print(format_report(evaluate(Path(args.out) / "model", test_file)))
     tagger = Tagger.load(Path(args.out) / "model")
     print("\nExample sentences:")
     for pred in tagger.predict(["The European Union rejected the German call to boycott British lamb .",

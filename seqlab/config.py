@@ -7,23 +7,21 @@ errors that name the offending key. Every default carries a one-line reason.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from seqlab.encoders.base import LayerConfig
-from seqlab.encoders.bilstm import BiLSTMConfig
+from seqlab.decoders import DECODERS, CRFDecoderConfig
+from seqlab.encoders import ENCODERS, BiLSTMConfig
 from seqlab.errors import SeqlabError
+from seqlab.features import FEATURES, CasingConfig, CharsConfig, WordsConfig
+from seqlab.registry import ConfigCheckError, LayerConfig, check_error
 
-try:  # encoder families register their configs here
-    from seqlab.encoders.psa import CONFIGS as _PSA_CONFIGS
-except ImportError:  # pragma: no cover - during partial installs
-    _PSA_CONFIGS = []
-
-_ENCODERS = (BiLSTMConfig, *_PSA_CONFIGS)
-EncoderConfig = Annotated[Union[_ENCODERS], Field(discriminator="type")]  # type: ignore[valid-type]
+FEATURE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+RESERVED_FEATURE_NAMES = frozenset({"dropout", "names", "tokens"})
 
 
 class DataConfig(LayerConfig):
@@ -31,80 +29,102 @@ class DataConfig(LayerConfig):
     train: str = Field(..., description="training file, relative to the data root")
     dev: str | None = Field(None, description="dev file; None holds out dev_from_train sentences")
     test: str | None = Field(None, description="test file, scored after training with the best checkpoint")
-    token_column: int = Field(0, description="CoNLL files keep the token first")
-    label_column: int = Field(-1, description="CoNLL files keep the label last")
+    token_column: int = Field(0, ge=-64, le=64, description="CoNLL files keep the token first")
+    label_column: int = Field(-1, ge=-64, le=64, description="CoNLL files keep the label last")
     scheme: Literal["auto", "IOB1", "BIO", "BIOES", "BMES", "none"] = Field(
         "auto", description="scheme of the files; 'none' for plain labels such as POS; auto detects it")
     train_scheme: Literal["BIOES", "BIO", "IOB1", "BMES", "same"] = Field(
         "BIOES", description="the papers train in BIOES; predictions are written back in the input scheme")
-    dev_from_train: int = Field(1000, ge=0, description="CoNLL-2000 has no dev set; the papers hold out 1000")
-    dev_seed: int = Field(1, description="fixed so every model sees the same held-out sentences")
+    dev_from_train: int = Field(1000, ge=0, le=10_000_000, description="CoNLL-2000 has no dev set; the papers hold out 1000")
+    dev_seed: int = Field(1, ge=0, le=2**32 - 1, description="fixed so every model sees the same held-out sentences")
     strip_seg_digit: bool = Field(False, description="Weibo NER characters carry a segmentation digit")
-    max_train_sentences: int | None = Field(None, gt=0, description="cap for quick runs and demos")
+    max_train_sentences: int | None = Field(None, gt=0, le=100_000_000, description="cap for quick runs and demos")
 
 
-class WordConfig(LayerConfig):
-    dim: int = Field(50, gt=0, description="GloVe 6B 50d is the vector set available offline")
-    pretrained: str | None = Field(
-        "glove-6b-50d", description="'glove-6b-50d' (PyPI package), a GloVe/word2vec text file (.gz ok), or None")
-    freeze: bool = Field(False, description="the papers fine-tune the word embeddings")
-    lowercase: bool = Field(True, description="GloVe 6B is uncased; casing is kept by the casing feature")
-    min_count: int = Field(1, ge=1, description="keep every training word; rare ones still get trained")
-    replace_digits: bool = Field(False, description="map digits to 0 before lookup (NCRF++ option)")
-
-
-class CharConfig(LayerConfig):
-    type: Literal["cnn", "lstm", "none"] = Field("cnn", description="Ma and Hovy's char CNN by default")
-    dim: int = Field(30, gt=0, description="30d character embeddings (Ma and Hovy; PSA paper)")
-    hidden: int = Field(50, gt=0, description="CNN filters, or BiLSTM total size (PSA paper: 100)")
-    kernel: int = Field(3, gt=0, description="CNN window of Ma and Hovy")
+def _default_features() -> dict:
+    return {"word": WordsConfig(), "char": CharsConfig(), "casing": CasingConfig()}
 
 
 class EmbedderConfig(LayerConfig):
-    word: WordConfig = Field(default_factory=WordConfig, description="word lookup table")
-    char: CharConfig = Field(default_factory=CharConfig, description="character features")
-    casing_dim: int = Field(8, ge=0, description="small embedding of the word's casing class; 0 disables it")
+    features: dict[str, FEATURES.field] = Field(  # type: ignore[name-defined]
+        default_factory=_default_features,
+        description="name -> featurizer config, concatenated in this order; a null value drops a feature")
     dropout: float = Field(0.5, ge=0.0, lt=1.0, description="on the concatenated input representation")
 
+    @field_validator("features", mode="before")
+    @classmethod
+    def _drop_nulls(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if v is not None}
+        return value
 
-class CRFDecoderConfig(LayerConfig):
-    type: Literal["crf"] = "crf"
-    constrained: bool = Field(True, description="forbid transitions invalid in the training scheme")
+    @field_validator("features")
+    @classmethod
+    def _names(cls, value: dict) -> dict:
+        if not value:
+            raise ValueError("a model needs at least one input feature")
+        for name in value:
+            if not FEATURE_NAME.match(name) or name in RESERVED_FEATURE_NAMES:
+                raise ValueError(f"feature name {name!r}: use lower-case letters, digits and '_' "
+                                 f"(not {', '.join(sorted(RESERVED_FEATURE_NAMES))})")
+        return value
 
-
-class SoftmaxDecoderConfig(LayerConfig):
-    type: Literal["softmax"] = "softmax"
-
-
-DecoderConfig = Annotated[Union[CRFDecoderConfig, SoftmaxDecoderConfig], Field(discriminator="type")]
+    def output_dim(self) -> int:
+        return sum(f.output_dim() for f in self.features.values())
 
 
 class ModelConfig(LayerConfig):
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig, description="word + char + casing")
-    encoders: list[EncoderConfig] = Field(  # type: ignore[valid-type]
-        default_factory=lambda: [BiLSTMConfig()], description="the BiLSTM-CRF baseline")
-    decoder: DecoderConfig = Field(default_factory=CRFDecoderConfig, description="linear-chain CRF")  # type: ignore[valid-type]
+    encoders: list[ENCODERS.field] = Field(  # type: ignore[name-defined]
+        default_factory=lambda: [BiLSTMConfig()], max_length=64, description="the BiLSTM-CRF baseline")
+    decoder: DECODERS.field = Field(  # type: ignore[name-defined]
+        default_factory=CRFDecoderConfig, description="linear-chain CRF")
+
+    @model_validator(mode="after")
+    def _stack_builds(self) -> "ModelConfig":
+        """Walk the sizes through the stack, so a config that validates also builds."""
+        try:
+            dim = self.embedder.output_dim()
+            if dim <= 0:
+                raise ConfigCheckError("embedder.features", "the features give no vector to the encoders")
+            for i, layer in enumerate(self.encoders):
+                try:
+                    dim = layer.output_dim(dim)
+                except ConfigCheckError as err:
+                    raise err.within(f"encoders.{i}") from None
+            try:
+                self.decoder.check(dim)
+            except ConfigCheckError as err:
+                raise err.within("decoder") from None
+        except ConfigCheckError as err:
+            raise check_error(err) from None
+        return self
 
 
 class TrainConfig(LayerConfig):
     optimizer: Literal["sgd", "adam", "nadam"] = Field("sgd", description="SGD with momentum, as the papers")
-    lr: float = Field(0.015, gt=0, description="PSA paper: 0.015 for NER and chunking")
+    lr: float = Field(0.015, gt=0, le=100, description="PSA paper: 0.015 for NER and chunking")
     momentum: float = Field(0.9, ge=0, lt=1, description="PSA paper")
-    lr_decay: float = Field(0.05, ge=0, description="rho in lr_t = lr_0 / (1 + rho * t)")
-    weight_decay: float = Field(0.0, ge=0, description="off, as the papers")
-    clip: float | None = Field(5.0, description="gradient norm threshold of the PSA paper")
-    batch_size: int = Field(10, gt=0, description="the papers' batch of 10 sentences")
-    batch_tokens: int | None = Field(None, gt=0, description="if set, batches hold about this many tokens")
-    eval_batch_size: int = Field(128, gt=0, description="inference is cheap; large batches are fastest")
-    max_epochs: int = Field(50, gt=0, description="long enough for early stopping to decide")
-    patience: int = Field(10, ge=1, description="epochs without dev improvement before stopping")
+    lr_decay: float = Field(0.05, ge=0, le=100, description="rho in lr_t = lr_0 / (1 + rho * t)")
+    weight_decay: float = Field(0.0, ge=0, le=10, description="off, as the papers")
+    clip: float | None = Field(5.0, gt=0, le=1e6, description="gradient norm threshold of the PSA paper")
+    batch_size: int = Field(10, gt=0, le=100_000, description="the papers' batch of 10 sentences")
+    batch_tokens: int | None = Field(None, gt=0, le=100_000_000, description="if set, batches hold about this many tokens")
+    batch_length: str = Field(
+        "tokens", description="what batch_tokens counts: 'tokens', or the name of a feature that reports a "
+                              "length of its own (lattice positions, sub-words)")
+    eval_batch_size: int = Field(128, gt=0, le=100_000, description="inference is cheap; large batches are fastest")
+    max_epochs: int = Field(50, gt=0, le=100_000, description="long enough for early stopping to decide")
+    patience: int = Field(10, ge=1, le=100_000, description="epochs without dev improvement before stopping")
     ema_decay: float | None = Field(
         None, gt=0, lt=1, description="if set, dev scoring and the saved model use an exponential moving "
                                       "average of the weights with this per-step decay (e.g. 0.999)")
     loss_reduction: Literal["sum", "mean"] = Field(
         "mean", description="Ma and Hovy average the batch loss; with momentum 0.9, a sum is a 10x larger step")
-    seed: int = Field(1, description="one seed makes a run repeatable")
-    threads: int | None = Field(None, gt=0, description="torch intra-op threads; None = all cores")
+    seed: int = Field(1, ge=0, le=2**32 - 1, description="one seed makes a run repeatable")
+    threads: int | None = Field(None, gt=0, le=1024, description="torch intra-op threads; None = all cores")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="auto: CUDA when PyTorch sees a GPU, else CPU")
 
 
 class ExperimentConfig(LayerConfig):
@@ -112,6 +132,14 @@ class ExperimentConfig(LayerConfig):
     data: DataConfig
     model: ModelConfig = Field(default_factory=ModelConfig, description="embedder -> encoders -> decoder")
     train: TrainConfig = Field(default_factory=TrainConfig, description="PSA paper's optimisation setting")
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "ExperimentConfig":
+        length = self.train.batch_length
+        if length != "tokens" and length not in self.model.embedder.features:
+            raise check_error(ConfigCheckError(
+                "train.batch_length", f"'{length}' is neither 'tokens' nor a feature of model.embedder.features"))
+        return self
 
     @property
     def metric(self) -> str:
@@ -121,12 +149,16 @@ class ExperimentConfig(LayerConfig):
 
 def _format_validation_error(err: ValidationError, source: str) -> str:
     first = err.errors()[0]
-    key = ".".join(str(p) for p in first["loc"] if not (isinstance(p, str) and p in ("bilstm", "crf", "softmax"))
-                   and not str(p).startswith("function-"))
+    parts = [str(p) for p in first["loc"]]
     msg = first["msg"]
-    if first["type"] == "extra_forbidden":
+    if first["type"] == "config_check":  # raised by a model validator: the key is relative to it
+        parts.append(first["ctx"]["key"])
+        msg = first["ctx"]["message"]
+    elif first["type"] == "extra_forbidden":
         msg = "unknown config key"
-    return f"{source}: config key '{key}': {msg}"
+    elif msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return f"{source}: config key '{'.'.join(parts)}': {msg}"
 
 
 def _set_dotted(raw: dict, dotted: str, value: Any) -> None:
@@ -151,7 +183,11 @@ def parse_overrides(pairs: list[str]) -> list[tuple[str, Any]]:
         if "=" not in pair:
             raise SeqlabError(f"--set expects key=value, got '{pair}'")
         key, value = pair.split("=", 1)
-        out.append((key.strip(), yaml.safe_load(value)))
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise SeqlabError(f"--set {key.strip()}: the value is not valid YAML: '{value}'") from None
+        out.append((key.strip(), parsed))
     return out
 
 

@@ -23,13 +23,23 @@ receive zero gradient.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
-__all__ = ["CRF", "DISALLOWED_SCORE"]
+__all__ = ["CRF", "DISALLOWED_SCORE", "TagPath", "kbest_paths"]
 
 #: Additive score of a disallowed move (finite so that gradients stay NaN-free).
 DISALLOWED_SCORE = -10000.0
+
+
+@dataclass(frozen=True)
+class TagPath:
+    """One decoded path: tag indices (cut to the sentence's length) and its score."""
+
+    tags: list[int]
+    score: float
 
 
 def _penalty(allowed: Tensor | None, shape: tuple[int, ...], name: str) -> Tensor:
@@ -56,8 +66,9 @@ class CRF(nn.Module):
     first / last tag of a sentence. They are stored as penalty buffers (saved and moved with the
     module).
 
-    Methods: :meth:`score`, :meth:`log_partition`, :meth:`nll` (also ``forward``), :meth:`viterbi_tags`,
-    :meth:`decode` (1-best or n-best) and :meth:`marginals`.
+    Methods: :meth:`score`, :meth:`log_partition`, :meth:`nll` (also ``forward``), :meth:`viterbi_tags`
+    and :meth:`viterbi` (best paths as a tensor), :meth:`decode` (best paths as lists), :meth:`nbest`
+    (k best :class:`TagPath` per sentence) and :meth:`marginals`.
     """
 
     transition_penalty: Tensor
@@ -245,9 +256,15 @@ class CRF(nn.Module):
     def viterbi_tags(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:
         """Best tag path per sentence, LongTensor (batch, seq_len), 0 on padding."""
         mask = self._check(emissions, mask)
+        return self._viterbi(emissions, mask)[0]
+
+    @torch.no_grad()
+    def viterbi(self, emissions: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Best tag path per sentence (batch, seq_len), 0 on padding, and its score (batch,)."""
+        mask = self._check(emissions, mask)
         return self._viterbi(emissions, mask)
 
-    def _viterbi(self, emissions: Tensor, mask: Tensor) -> Tensor:
+    def _viterbi(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Max-product forward pass keeping only the best scores per step (``amax`` is several times
         cheaper than ``max`` with indices); the backward pass recomputes, for the one chosen tag per
         sentence, which predecessor gave its score: the same sums, so the same argmax."""
@@ -261,7 +278,7 @@ class CRF(nn.Module):
             best = (score.unsqueeze(2) + trans).amax(dim=1)  # (batch, num_tags): over "from"
             score = torch.where(mask_t[:, t], best + emissions[:, t], score)
             history.append(score)
-        tag = (score + end).argmax(dim=1, keepdim=True)  # (batch, 1)
+        best_score, tag = (score + end).max(dim=1, keepdim=True)  # (batch, 1) each
         path = [tag]
         for t in range(len(history) - 1, 0, -1):
             into = history[t - 1] + trans[:, tag.squeeze(1)].T  # (batch, from): scores into the chosen tag
@@ -272,58 +289,65 @@ class CRF(nn.Module):
         out = torch.cat(path, dim=1).masked_fill(~mask, 0)  # (batch, max_len)
         if out.shape[1] < seq_len:
             out = nn.functional.pad(out, (0, seq_len - out.shape[1]))
-        return out
+        return out, best_score.squeeze(1)
 
     @torch.no_grad()
-    def decode(
-        self, emissions: Tensor, mask: Tensor | None = None, nbest: int | None = None
-    ) -> list[list[int]] | list[list[tuple[list[int], float]]]:
-        """Viterbi decoding.
-
-        ``nbest=None``: the best tag list per sentence, cut to its length.
-        ``nbest=k``: per sentence, up to ``k`` distinct ``(tags, score)`` pairs, best first (fewer
-        when fewer distinct allowed paths exist).
-        """
-        if nbest is not None and (isinstance(nbest, bool) or not isinstance(nbest, int) or nbest < 1):
-            raise ValueError(f"nbest: expected None or a positive int, got {nbest!r}")
+    def decode(self, emissions: Tensor, mask: Tensor | None = None) -> list[list[int]]:
+        """Viterbi decoding: the best tag list per sentence, cut to its length."""
         mask = self._check(emissions, mask)
-        if nbest is None:
-            paths = self._viterbi(emissions, mask).tolist()
-            return [p[:n] for p, n in zip(paths, mask.sum(1).tolist())]
-        return self._nbest(emissions, mask, nbest)
+        paths = self._viterbi(emissions, mask)[0].tolist()
+        return [p[:n] for p, n in zip(paths, mask.sum(1).tolist())]
 
-    def _nbest(self, emissions: Tensor, mask: Tensor, k: int) -> list[list[tuple[list[int], float]]]:
-        """k-best Viterbi: keep the top-k partial paths ending in each tag at each step."""
-        batch, _, num_tags = emissions.shape
-        emissions, mask, lengths = self._trim(emissions, mask)
+    @torch.no_grad()
+    def nbest(self, emissions: Tensor, mask: Tensor | None, k: int) -> list[list[TagPath]]:
+        """Per sentence, up to ``k`` distinct paths with their scores, best first (fewer when fewer
+        distinct allowed paths exist)."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"nbest: expected a positive int, got {k!r}")
+        mask = self._check(emissions, mask)
         neg_inf = float("-inf")
         # disallowed moves are excluded outright here (no gradients needed)
         trans = self.transitions.masked_fill(self.transition_penalty < 0, neg_inf)
         start = self.start_transitions.masked_fill(self.start_penalty < 0, neg_inf)
         end = self.end_transitions.masked_fill(self.end_penalty < 0, neg_inf)
-        trans = trans.t().reshape(1, num_tags, num_tags, 1)  # (1, to, from, 1)
-        mask_t = mask[:, :, None, None]  # (batch, max_len, 1, 1)
-        # flat index (from * k + rank) of "the same partial path", used on padded steps
-        identity = torch.arange(num_tags * k, device=emissions.device).view(1, num_tags, k).expand(batch, -1, -1)
-        score = emissions.new_full((batch, num_tags, k), neg_inf)  # (batch, tag, rank)
-        score[:, :, 0] = start + emissions[:, 0]
-        backpointers = []
-        for t in range(1, emissions.shape[1]):
-            cand = score.unsqueeze(1) + trans  # (batch, to, from, rank)
-            best, idx = cand.flatten(2).topk(k, dim=2)  # (batch, to, k): over (from, rank) pairs
-            score = torch.where(mask_t[:, t], best + emissions[:, t, :, None], score)
-            backpointers.append(torch.where(mask_t[:, t], idx, identity))
-        final, idx = (score + end[:, None]).flatten(1).topk(k, dim=1)  # (batch, k)
-        path = [idx // k]  # tags (batch, k)
-        if backpointers:
-            history = torch.stack(backpointers).flatten(2)  # (max_len - 1, batch, num_tags * k)
-            for t in range(history.shape[0] - 1, -1, -1):
-                idx = history[t].gather(1, idx)  # (batch, k): flat (prev tag, prev rank)
-                path.append(idx // k)
-        path.reverse()
-        paths = torch.stack(path, dim=2).tolist()  # (batch, k, max_len)
-        scores = final.tolist()
-        out = []
-        for b, n in enumerate(lengths.tolist()):
-            out.append([(p[:n], s) for p, s in zip(paths[b], scores[b]) if s != neg_inf])
-        return out
+        return kbest_paths(emissions, mask, k, trans, start, end)
+
+
+def kbest_paths(emissions: Tensor, mask: Tensor, k: int, trans: Tensor, start: Tensor,
+                end: Tensor) -> list[list[TagPath]]:
+    """k-best Viterbi: keep the top-k partial paths ending in each tag at each step.
+
+    ``emissions`` (batch, seq_len, num_tags), ``mask`` (batch, seq_len) left-aligned with mask[:, 0]
+    True, ``trans`` (from, to), ``start`` / ``end`` (num_tags,); -inf marks a forbidden move. Exact:
+    zero transitions give the k best label sequences of independent per-token scores."""
+    batch, _, num_tags = emissions.shape
+    lengths = mask.sum(1)
+    max_len = int(lengths.max())
+    emissions, mask = emissions[:, :max_len], mask[:, :max_len]
+    neg_inf = float("-inf")
+    trans = trans.t().reshape(1, num_tags, num_tags, 1)  # (1, to, from, 1)
+    mask_t = mask[:, :, None, None]  # (batch, max_len, 1, 1)
+    # flat index (from * k + rank) of "the same partial path", used on padded steps
+    identity = torch.arange(num_tags * k, device=emissions.device).view(1, num_tags, k).expand(batch, -1, -1)
+    score = emissions.new_full((batch, num_tags, k), neg_inf)  # (batch, tag, rank)
+    score[:, :, 0] = start + emissions[:, 0]
+    backpointers = []
+    for t in range(1, max_len):
+        cand = score.unsqueeze(1) + trans  # (batch, to, from, rank)
+        best, idx = cand.flatten(2).topk(k, dim=2)  # (batch, to, k): over (from, rank) pairs
+        score = torch.where(mask_t[:, t], best + emissions[:, t, :, None], score)
+        backpointers.append(torch.where(mask_t[:, t], idx, identity))
+    final, idx = (score + end[:, None]).flatten(1).topk(k, dim=1)  # (batch, k)
+    path = [idx // k]  # tags (batch, k)
+    if backpointers:
+        history = torch.stack(backpointers).flatten(2)  # (max_len - 1, batch, num_tags * k)
+        for t in range(history.shape[0] - 1, -1, -1):
+            idx = history[t].gather(1, idx)  # (batch, k): flat (prev tag, prev rank)
+            path.append(idx // k)
+    path.reverse()
+    paths = torch.stack(path, dim=2).tolist()  # (batch, k, max_len)
+    scores = final.tolist()
+    out = []
+    for b, n in enumerate(lengths.tolist()):
+        out.append([TagPath(p[:n], s) for p, s in zip(paths[b], scores[b]) if s != neg_inf])
+    return out

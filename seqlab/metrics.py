@@ -31,7 +31,10 @@ class TypeScore:
 
 @dataclass
 class Scores:
-    """Overall scores (percent) with the conlleval counts and a breakdown per chunk type."""
+    """Overall scores (percent) with the conlleval counts and a breakdown per chunk type.
+
+    ``kind`` is "spans" for chunk scores (conlleval) and "tokens" for plain labels such as POS, where
+    only ``accuracy`` and ``tokens`` carry information."""
 
     precision: float
     recall: float
@@ -42,6 +45,13 @@ class Scores:
     correct: int
     tokens: int
     per_type: dict[str, TypeScore] = field(default_factory=dict)
+    kind: str = "spans"
+
+    def headline(self) -> dict[str, float]:
+        """The numbers worth logging: accuracy alone for plain labels, else F1, precision, recall, accuracy."""
+        if self.kind == "tokens":
+            return {"accuracy": self.accuracy}
+        return {"f1": self.f1, "precision": self.precision, "recall": self.recall, "accuracy": self.accuracy}
 
     @property
     def counts(self) -> dict[str, int]:
@@ -73,6 +83,12 @@ def token_accuracy(gold_sequences: Sequence[Sequence[str]], pred_sequences: Sequ
     return 100.0 * right / total if total else 0.0
 
 
+def token_scores(gold_sequences: Sequence[Sequence[str]], pred_sequences: Sequence[Sequence[str]]) -> Scores:
+    """Token accuracy as a :class:`Scores` of kind "tokens" (plain labels: no chunks to count)."""
+    tokens = sum(len(gold) for gold in gold_sequences)
+    return Scores(0.0, 0.0, 0.0, token_accuracy(gold_sequences, pred_sequences), 0, 0, 0, tokens, kind="tokens")
+
+
 def span_f1(
     gold_sequences: Sequence[Sequence[str]], pred_sequences: Sequence[Sequence[str]], scheme: str = "BIO"
 ) -> Scores:
@@ -98,7 +114,10 @@ def span_f1(
 
 
 def format_report(scores: Scores) -> str:
-    """conlleval's text report: totals, overall line and one line per chunk type."""
+    """conlleval's text report: totals, overall line and one line per chunk type (token accuracy alone
+    for plain labels)."""
+    if scores.kind == "tokens":
+        return f"processed {scores.tokens} tokens; accuracy: {scores.accuracy:6.2f}%\n"
     lines = [
         f"processed {scores.tokens} tokens with {scores.found_gold} phrases; "
         f"found: {scores.found_pred} phrases; correct: {scores.correct}."

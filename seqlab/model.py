@@ -1,63 +1,92 @@
-"""The network: embedder -> encoder layers -> decoder."""
+"""The network: featurizer embeddings -> encoder layers -> decoder, in one forward pass."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import torch
 from torch import Tensor, nn
 
-from seqlab.config import CRFDecoderConfig, ModelConfig
+from seqlab.config import ModelConfig
+from seqlab.context import Context
+from seqlab.crf import TagPath
 from seqlab.data.batching import Batch
-from seqlab.data.vocab import CASING_CLASSES
-from seqlab.decoders import CRFDecoder, SoftmaxDecoder
+from seqlab.decoders.base import Decoded, TagSet
 from seqlab.embedder import Embedder
+from seqlab.errors import SeqlabError
+from seqlab.features.base import Featurizer
+
+
+@dataclass
+class NetOutput:
+    """What one forward pass gives.
+
+    ``features`` (batch, seq_len, dim): the last encoder layer's output, the decoder's input.
+    ``published``: tensors the layers published, by qualified name (``encoders.2.attention``).
+    ``decoded``: best tags (batch, seq_len) and their scores (batch,).
+    ``nbest``: per sentence, the k best paths when asked for, else None."""
+
+    features: Tensor
+    published: dict[str, Tensor]
+    decoded: Decoded
+    nbest: list[list[TagPath]] | None = None
 
 
 class TaggerNet(nn.Module):
-    """All trainable parts of a tagger, built from a :class:`ModelConfig` and vocabulary sizes."""
+    """All trainable parts of a tagger, built from a :class:`ModelConfig`, the fitted featurizers and
+    the tag set."""
 
-    def __init__(self, config: ModelConfig, num_words: int, num_chars: int, num_tags: int,
-                 pretrained: Tensor | None = None, constraints: tuple[Tensor, Tensor, Tensor] | None = None):
+    def __init__(self, config: ModelConfig, featurizers: Mapping[str, Featurizer], tags: TagSet):
         super().__init__()
-        e = config.embedder
-        self.embedder = Embedder(num_words, e.word.dim, num_chars, e.char.type, e.char.dim, e.char.hidden,
-                                 e.char.kernel, e.casing_dim, len(CASING_CLASSES), e.dropout,
-                                 pretrained, e.word.freeze)
+        self.embedder = Embedder({name: f.module() for name, f in featurizers.items()},
+                                 config.embedder.dropout)
         layers, dim = [], self.embedder.output_dim
         for layer_config in config.encoders:
             layer = layer_config.build(dim)
             layers.append(layer)
             dim = layer.output_dim
         self.encoders = nn.ModuleList(layers)
-        if isinstance(config.decoder, CRFDecoderConfig):
-            use = constraints if config.decoder.constrained else None
-            self.decoder: CRFDecoder | SoftmaxDecoder = CRFDecoder(dim, num_tags, *(use or ()))
-        else:
-            self.decoder = SoftmaxDecoder(dim, num_tags)
+        self.decoder = config.decoder.build(dim, tags)
 
-    def features(self, batch: Batch) -> Tensor:
-        """(batch, seq_len, encoder_output_dim)"""
-        x = self.embedder(batch)
-        for layer in self.encoders:
-            x = layer(x, batch.mask)
-        return x
+    def column_names(self) -> dict[str, int]:
+        """Named column ranges of the encoder outputs that ``ablate`` can zero: name -> layer index."""
+        return {name: i for i, layer in enumerate(self.encoders) for name in layer.columns}
+
+    def _encode(self, batch: Batch, ablate: Collection[str] = ()) -> tuple[Tensor, Context]:
+        """Embedder and encoder layers: (features (batch, seq_len, dim), the context they filled).
+        ``ablate`` names column ranges published by layers (``columns``) to zero after their layer."""
+        ctx = Context(batch.mask, batch.lengths, batch.features)
+        x = self.embedder(ctx)  # (batch, seq, embed_dim)
+        for i, layer in enumerate(self.encoders):
+            ctx.scope = f"encoders.{i}."
+            x = layer(x, ctx)  # (batch, seq, layer.output_dim)
+            if ablate and layer.columns:
+                x = _zero_columns(x, [layer.columns[n] for n in ablate if n in layer.columns])
+        ctx.scope = "decoder."
+        return x, ctx
 
     def loss(self, batch: Batch) -> Tensor:
         """Per-sentence loss, shape (batch,)."""
         assert batch.tags is not None
-        return self.decoder.loss(self.features(batch), batch.tags, batch.mask)
+        x, ctx = self._encode(batch)
+        return self.decoder.loss(x, batch.tags, batch.mask, ctx)
 
-    def decode(self, batch: Batch) -> Tensor:
-        """(batch, seq_len) tag indices."""
-        return self.decoder.decode(self.features(batch), batch.mask)
+    def forward(self, batch: Batch, ablate: Collection[str] = (), nbest: int = 0) -> NetOutput:
+        """Features, published tensors, best tags and (``nbest`` > 0) the k best paths, in one pass."""
+        if ablate:
+            unknown = sorted(set(ablate) - set(self.column_names()))
+            if unknown:
+                known = ", ".join(self.column_names()) or "none"
+                raise SeqlabError(f"cannot ablate {', '.join(unknown)}: this model's named parts are {known}")
+        x, ctx = self._encode(batch, ablate)
+        decoded = self.decoder.decode(x, batch.mask, ctx)
+        paths = self.decoder.nbest(x, batch.mask, ctx, nbest) if nbest else None
+        return NetOutput(x, ctx.published, decoded, paths)
 
-    def explain(self, batch: Batch) -> tuple[Tensor, list[dict[str, Tensor]]]:
-        """Decoded tags and, per encoder layer that can explain itself, its tensors (e.g. attention)."""
-        x = self.embedder(batch)
-        info = []
-        for layer in self.encoders:
-            if hasattr(layer, "explain"):
-                x, details = layer.explain(x, batch.mask)
-                info.append(details)
-            else:
-                x = layer(x, batch.mask)
-                info.append({})
-        return self.decoder.decode(x, batch.mask), info
+
+def _zero_columns(x: Tensor, ranges: list[tuple[int, int]]) -> Tensor:
+    keep = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
+    for start, end in ranges:
+        keep[start:end] = 0
+    return x * keep  # (batch, seq, dim)

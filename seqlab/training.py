@@ -31,6 +31,7 @@ from seqlab.config import ExperimentConfig, TrainConfig
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus, read_file
 from seqlab.data.readers import write_conll
+from seqlab.devices import resolve_device
 from seqlab.errors import SeqlabError
 from seqlab.io import append_line, atomic_write_json, atomic_write_text
 from seqlab.metrics import Scores
@@ -90,7 +91,7 @@ def seed_everything(seed: int) -> None:
 
 def scores_dict(scores: Scores) -> dict:
     """The headline numbers of a :class:`Scores`, for logs."""
-    out = {"f1": scores.f1, "precision": scores.precision, "recall": scores.recall, "accuracy": scores.accuracy}
+    out: dict = scores.headline()
     if scores.per_type:
         out["per_type"] = {t: {"precision": s.precision, "recall": s.recall, "f1": s.f1}
                            for t, s in scores.per_type.items()}
@@ -105,12 +106,13 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     seed_everything(cfg.seed)
+    device = resolve_device(cfg.device)
     corpus = load_corpus(config.data, data_root)
     metric = config.metric
     ckpt_dir = out / "checkpoint"
     extra: dict[str, torch.Tensor] = {}  # tensors the checkpoint holds besides model and optimiser
     if resume and (ckpt_dir / "trainer.json").is_file():
-        tagger = Tagger.load(ckpt_dir)
+        tagger = Tagger.load(ckpt_dir, device)
         opt_state, state, rng, extra = load_checkpoint(ckpt_dir)
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
         optimizer.load_state_dict(opt_state)
@@ -121,7 +123,7 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
             log.warning("no checkpoint in %s: starting from scratch", ckpt_dir)
         if out.exists() and (out / "log.jsonl").exists():
             (out / "log.jsonl").unlink()
-        tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+        tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
         state = {"epoch": 0, "best": -math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
         out.mkdir(parents=True, exist_ok=True)
@@ -136,7 +138,7 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
         unseen = tagger.unseen_labels(split)
         if unseen:  # e.g. CoNLL-2000 test has LST chunks that training never shows: conlleval counts them
             log.warning("%s labels unseen in training, scored as misses: %s", name, dict(unseen))
-    n_tokens = sum(len(e.words) for e in train_enc)
+    n_tokens = sum(e.length for e in train_enc)
     log.info("train %d sentences (%d tokens), dev %d, test %d; %d labels (%s scheme, trained as %s); %d parameters",
              len(train_enc), n_tokens, len(corpus.dev), len(corpus.test), len(tagger.tags), corpus.scheme,
              tagger.train_scheme, sum(p.numel() for p in params))
@@ -147,21 +149,21 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
         lr = learning_rate(cfg, epoch)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        batches = make_batches(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
-                               rng=random.Random(cfg.seed * 100_003 + epoch))
+        batches = make_batches(train_enc, tagger.featurizers, cfg.batch_size, cfg.batch_tokens, shuffle=True,
+                               rng=random.Random(cfg.seed * 100_003 + epoch), length=cfg.batch_length)
         net.train()
         total_loss, start = 0.0, time.perf_counter()
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{cfg.max_epochs}", disable=not progress, leave=False,
                    mininterval=0.5, unit="batch")
         for batch in bar:
-            total_loss += float(train_step(net, batch, optimizer, params, cfg).sum())
+            total_loss += float(train_step(net, batch.to(device), optimizer, params, cfg).sum())
             if average:
                 average.update(net)
         train_seconds = time.perf_counter() - start
         scored = average.swapped_into(tagger) if average else contextlib.nullcontext()
         with scored:  # the dev score and the best model: averaged weights if there is an average
             dev_start = time.perf_counter()
-            dev_scores, _ = tagger.evaluate(corpus.dev, allow_unseen_labels=True)
+            dev_scores = tagger.evaluate(corpus.dev, unseen="score").scores
             dev_seconds = time.perf_counter() - dev_start
             dev = scores_dict(dev_scores)
             value = dev[metric]
@@ -186,13 +188,13 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
                  value, " *" if state["best_epoch"] == epoch + 1 else "", train_seconds, record["sentences_per_s"])
 
     plot_curves(state["history"], out / "curves.png", metric)
-    best = Tagger.load(out / "model")
-    dev_scores, _ = best.evaluate(corpus.dev, allow_unseen_labels=True)
+    best = Tagger.load(out / "model", device)
+    dev_scores = best.evaluate(corpus.dev, unseen="score").scores
     test = None
     if corpus.test:
-        test_scores, pred = best.evaluate(corpus.test, allow_unseen_labels=True)
-        test = scores_dict(test_scores)
-        write_conll(corpus.test, pred, out / "test.predictions.txt")
+        evaluation = best.evaluate(corpus.test, unseen="score")
+        test = scores_dict(evaluation.scores)
+        write_conll(corpus.test, evaluation.predictions, out / "test.predictions.txt")
     results = {"best_epoch": state["best_epoch"], "epochs_run": state["epoch"], "metric": metric,
                "dev": scores_dict(dev_scores), "test": test, "seed": cfg.seed,
                "train_sentences_per_s": round(statistics.fmean(speeds), 1) if speeds else None}
@@ -221,13 +223,14 @@ def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int],
 
 
 def evaluate(model: Tagger | str | Path, data: str | Path, output: str | Path | None = None,
-             batch_size: int | None = None, allow_unseen_labels: bool = False) -> Scores:
-    """Score a model on a labeled file (read in the model's own data format); optionally write predictions."""
-    tagger = model if isinstance(model, Tagger) else Tagger.load(model)
+             batch_size: int | None = None, strict: bool = False, device: str = "cpu") -> Scores:
+    """Score a model on a labeled file (read in the model's own data format); optionally write predictions.
+    Gold labels unseen in training are scored as misses with a warning, or refused when ``strict``."""
+    tagger = model if isinstance(model, Tagger) else Tagger.load(model, device)
     sentences = read_file(Path(data), tagger.config.data)
     if any(s.labels is None for s in sentences):
         raise SeqlabError("evaluation needs gold labels", path=data)
-    scores, pred = tagger.evaluate(sentences, batch_size, allow_unseen_labels)
+    evaluation = tagger.evaluate(sentences, batch_size, "error" if strict else "warn")
     if output:
-        write_conll(sentences, pred, output)
-    return scores
+        write_conll(sentences, evaluation.predictions, output)
+    return evaluation.scores

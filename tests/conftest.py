@@ -39,8 +39,10 @@ def tiny_config(path: Path, **over) -> object:
     raw = {
         "task": "chunking",
         "data": {"train": str(path), "dev": str(path), "test": str(path), "label_column": 2, "scheme": "BIO"},
-        "model": {"embedder": {"word": {"dim": 16, "pretrained": None}, "char": {"type": "cnn", "dim": 8, "hidden": 8},
-                               "casing_dim": 4, "dropout": 0.0},
+        "model": {"embedder": {"features": {"word": {"type": "words", "dim": 16, "pretrained": None},
+                                            "char": {"type": "chars", "encoder": "cnn", "dim": 8, "hidden": 8},
+                                            "casing": {"type": "casing", "dim": 4}},
+                               "dropout": 0.0},
                   "encoders": [{"type": "bilstm", "hidden": 32, "dropout": 0.0}],
                   "decoder": {"type": "crf"}},
         "train": {"optimizer": "adam", "lr": 0.01, "lr_decay": 0.0, "batch_size": 5, "max_epochs": 40,

@@ -134,7 +134,11 @@ def test_label_unseen_in_training(model_dir, tmp_path):
     model, _ = model_dir
     f = tmp_path / "new_label.txt"
     f.write_text("Confidence NN B-NP\nin IN B-PP\n\nthe DT B-XYZ\n")
-    assert_user_error(run("evaluate", model, f), "new_label.txt:4", "B-XYZ")
+    assert_user_error(run("evaluate", model, f, "--strict"), "new_label.txt:4", "B-XYZ")
+    proc = run("evaluate", model, f)  # by default: a warning, and the chunk is a miss, as conlleval scores it
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "B-XYZ" in proc.stderr and "unseen" in proc.stderr
+    assert "processed 3 tokens with 3 phrases" in proc.stdout
 
 
 def test_empty_sentences_are_skipped(model_dir, tmp_path):

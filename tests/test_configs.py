@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from seqlab.config import load_config
+from seqlab.decoders import TagSet
 from seqlab.model import TaggerNet
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.yaml"))
@@ -22,8 +23,13 @@ def test_configs_exist():
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_config_validates_and_builds(path):
     config = load_config(path)
-    net = TaggerNet(config.model, num_words=50, num_chars=20, num_tags=9)
+    featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
+    for f in featurizers.values():  # vocabularies from two sentences, no pre-trained vectors to read
+        if hasattr(f, "vocab"):
+            f.load_state({"itos": ["<pad>", "<unk>", "a", "b"]}, "test")
+    net = TaggerNet(config.model, featurizers, TagSet(["O", "B-NP", "I-NP", "E-NP", "S-NP"], "BIOES"))
     assert len(net.encoders) == len(config.model.encoders)
+    assert net.embedder.output_dim == config.model.embedder.output_dim()
 
 
 def test_overrides_are_typed(tmp_path):

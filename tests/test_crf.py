@@ -123,22 +123,23 @@ def test_decode_and_nbest_match_brute_force(args, k):
     assert crf.decode(em) == [list(ranked[0][0])]
     assert crf.viterbi_tags(em).tolist() == [list(ranked[0][0])]
 
-    (got,) = crf.decode(em, nbest=k)
+    (got,) = crf.nbest(em, None, k)
     want = ranked[:k]
     assert len(got) == len(want) == min(k, num_tags**seq_len)
-    for (g_tags, g_score), (w_tags, w_score) in zip(got, want):
+    for g, (w_tags, w_score) in zip(got, want):
+        g_tags, g_score = g.tags, g.score
         assert g_score == pytest.approx(w_score, abs=1e-9)
         assert g_tags == list(w_tags)
-    assert len({tuple(t) for t, _ in got}) == len(got)  # distinct
+    assert len({tuple(p.tags) for p in got}) == len(got)  # distinct
 
 
 def test_nbest_returns_all_paths_when_k_exceeds_their_number():
     crf = make_crf(2, seed=3)
     em = rand_emissions(1, 1, 2, seed=3)
-    (got,) = crf.decode(em, nbest=5)
+    (got,) = crf.nbest(em, None, 5)
     assert len(got) == 2
-    assert sorted(t for t, _ in got) == [[0], [1]]
-    assert got[0][1] >= got[1][1]
+    assert sorted(p.tags for p in got) == [[0], [1]]
+    assert got[0].score >= got[1].score
 
 
 @SETTINGS
@@ -175,9 +176,10 @@ def test_constraints_respected_and_match_brute_force_over_allowed(args, k):
     assert is_allowed(crf, best)
     assert best == list(ranked[0][0])
 
-    (got,) = crf.decode(em, nbest=k)
+    (got,) = crf.nbest(em, None, k)
     assert len(got) == min(k, len(ranked))
-    for (g_tags, g_score), (w_tags, w_score) in zip(got, ranked[:k]):
+    for g, (w_tags, w_score) in zip(got, ranked[:k]):
+        g_tags, g_score = g.tags, g.score
         assert is_allowed(crf, g_tags)
         assert g_tags == list(w_tags)
         assert g_score == pytest.approx(w_score, abs=1e-9)
@@ -203,7 +205,7 @@ def test_constraints_beat_strong_emissions_and_keep_gradients_finite():
         crf.end_transitions[1] = 1.0  # break the B/O tie at the last position
     (best,) = crf.decode(em)
     assert best == [1, 2, 0, 1]  # unconstrained it would be [2, 2, 0, 2]
-    for tags, _ in crf.decode(em, nbest=10)[0]:
+    for tags in (p.tags for p in crf.nbest(em, None, 10)[0]):
         assert tags[0] != 2 and not any(a == 0 and b == 2 for a, b in zip(tags, tags[1:]))
     # the gold path below is disallowed: the loss is huge but gradients are finite
     em.requires_grad_(True)
@@ -247,7 +249,7 @@ def test_batched_equals_one_by_one(lengths, num_tags, seed, extra_pad, constrain
     nll = crf.nll(em, tags, mask)
     best = crf.decode(em, mask)
     viterbi = crf.viterbi_tags(em, mask)
-    nbest = crf.decode(em, mask, nbest=3)
+    nbest = crf.nbest(em, mask, 3)
     marg = crf.marginals(em, mask)
     assert viterbi.shape == mask.shape and (viterbi[~mask] == 0).all()
     assert (marg[~mask] == 0).all()
@@ -257,9 +259,9 @@ def test_batched_equals_one_by_one(lengths, num_tags, seed, extra_pad, constrain
         assert nll[b].item() == pytest.approx(crf.nll(em1, tags1).item(), abs=1e-9)
         assert best[b] == crf.decode(em1)[0]
         assert viterbi[b, :n].tolist() == best[b]
-        (one,) = crf.decode(em1, nbest=3)
-        assert [t for t, _ in nbest[b]] == [t for t, _ in one]
-        assert [s for _, s in nbest[b]] == pytest.approx([s for _, s in one], abs=1e-9)
+        (one,) = crf.nbest(em1, None, 3)
+        assert [p.tags for p in nbest[b]] == [p.tags for p in one]
+        assert [p.score for p in nbest[b]] == pytest.approx([p.score for p in one], abs=1e-9)
         torch.testing.assert_close(marg[b, :n], crf.marginals(em1)[0])
 
 
@@ -277,7 +279,7 @@ def test_padding_values_change_nothing_and_get_zero_gradient(lengths, num_tags, 
     torch.testing.assert_close(crf.nll(em, tags, mask), crf.nll(other, other_tags, mask))
     assert crf.decode(em, mask) == crf.decode(other, mask)
     assert torch.equal(crf.viterbi_tags(em, mask), crf.viterbi_tags(other, mask))
-    assert crf.decode(em, mask, nbest=2) == crf.decode(other, mask, nbest=2)
+    assert crf.nbest(em, mask, 2) == crf.nbest(other, mask, 2)
     torch.testing.assert_close(crf.marginals(em, mask), crf.marginals(other, mask))
 
     em.requires_grad_(True)
@@ -296,7 +298,7 @@ def test_one_token_sentence():
     expected_best = int((em[0, 0] + crf.start_transitions + crf.end_transitions).argmax())
     assert crf.decode(em) == [[expected_best]]
     assert crf.viterbi_tags(em).tolist() == [[expected_best]]
-    assert len(crf.decode(em, nbest=2)[0]) == 2
+    assert len(crf.nbest(em, None, 2)[0]) == 2
     torch.testing.assert_close(crf.marginals(em).sum(-1), torch.ones(1, 1, dtype=torch.float64))
     assert crf.nll(em, torch.tensor([[expected_best]])).item() >= 0
     # a one-token sentence inside a padded batch
@@ -350,7 +352,7 @@ def test_bad_inputs_raise_value_error():
     with pytest.raises(ValueError, match="tags: expected shape"):
         crf.nll(em, tags[:1], mask)
     with pytest.raises(ValueError, match="nbest"):
-        crf.decode(em, mask, nbest=0)
+        crf.nbest(em, mask, 0)
     with pytest.raises(ValueError, match="num_tags"):
         CRF(0)
     with pytest.raises(ValueError, match="allowed: expected shape"):

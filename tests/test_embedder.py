@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from seqlab.embedder import CharCNN, CharLSTM
+from seqlab.features.chars import CharCNN, CharLSTM
 
 
 def _chars(lengths: list[int], width: int, seed: int = 0) -> torch.Tensor:

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seqlab.context import Context
 from seqlab.encoders.bilstm import BiLSTMEncoder
 from seqlab.lstm import BiLSTM, gather_steps, reversal_index
 
@@ -70,7 +71,7 @@ def test_encoder_outputs_zero_on_padding_and_ignore_padding_values():
     x = torch.randn(2, 5, 5)
     noisy = x.clone()
     noisy[0, 3:] = 100.0  # whatever sits in padding
-    a, b = enc(x, mask), enc(noisy, mask)
+    a, b = enc(x, Context.of(mask)), enc(noisy, Context.of(mask))
     assert torch.equal(a[0, 3:], torch.zeros(2, 8))
     assert torch.allclose(a, b)
 

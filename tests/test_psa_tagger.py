@@ -45,22 +45,22 @@ def test_explain_gives_attention_and_gates(psa_run):
     _, run, _ = psa_run
     pred = Tagger.load(run / "model").predict(["The dollar also moved higher in Tokyo ."], explain=True)[0]
     layers = pred.explanation
-    assert [x["layer"] for x in layers] == [0, 2]  # the two fusion layers, not the BiLSTM
+    assert [x.layer for x in layers] == [0, 2]  # the two fusion layers, not the BiLSTM
     n = len(pred.tokens)
     for layer in layers:
-        att = layer["attention"]
+        att = layer.attention
         assert len(att) == n and all(len(row) == n for row in att)
         for i, row in enumerate(att):
             assert sum(row) == pytest.approx(1.0, abs=1e-5)
             assert row[i] == 0.0  # self-disabled mask
-        assert len(layer["gate_mean"]) == n and all(0.0 < g < 1.0 for g in layer["gate_mean"])
+        assert len(layer.gate_mean) == n and all(0.0 < g < 1.0 for g in layer.gate_mean)
 
 
 def test_one_token_sentence(psa_run):
     _, run, _ = psa_run
     pred = Tagger.load(run / "model").predict(["Yes"], explain=True)[0]
     assert len(pred.tags) == 1
-    assert pred.explanation[0]["attention"] == [[0.0]]
+    assert pred.explanation[0].attention == [[0.0]]
 
 
 def test_attention_heatmap_command(psa_run, tmp_path):

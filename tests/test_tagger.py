@@ -64,8 +64,8 @@ def test_features_padding_invariant(trained):
     enc = tagger.encode([short, long], with_tags=False)
     tagger.net.eval()
     with torch.no_grad():
-        alone = tagger.net.features(collate([enc[0]], [0]))[0]
-        together = tagger.net.features(collate(enc, [0, 1]))[0, : len(short)]
+        alone = tagger.net(collate([enc[0]], [0], tagger.featurizers)).features[0]
+        together = tagger.net(collate(enc, [0, 1], tagger.featurizers)).features[0, : len(short)]
     assert torch.allclose(alone, together, atol=1e-5)
 
 
@@ -77,8 +77,8 @@ def test_predict_api_returns_tokens_tags_and_spans(trained):
     assert all(t == "O" or t[:2] in ("B-", "I-") for t in pred.tags)  # written back in the input's BIO
     assert pred.spans and all(0 <= s.start < s.end <= len(pred.tokens) for s in pred.spans)
     nbest = tagger.predict(["He reckons the deficit will narrow ."], nbest=3)[0].nbest
-    assert len(nbest) == 3 and nbest[0][1] >= nbest[1][1] >= nbest[2][1]
-    assert nbest[0][0] == tagger.predict(["He reckons the deficit will narrow ."])[0].tags
+    assert len(nbest) == 3 and nbest[0].score >= nbest[1].score >= nbest[2].score
+    assert nbest[0].tags == tagger.predict(["He reckons the deficit will narrow ."])[0].tags
 
 
 def test_very_long_sentence(trained):
@@ -103,7 +103,7 @@ def test_char_lstm_and_pos_accuracy(tiny_corpus, tmp_path):
     config = tiny_config(tiny_corpus, task="pos")
     raw = config.model_dump(mode="json")
     raw["data"].update(label_column=1, scheme="none", train_scheme="same")
-    raw["model"]["embedder"]["char"]["type"] = "lstm"
+    raw["model"]["embedder"]["features"]["char"]["encoder"] = "lstm"
     from seqlab.config import config_from_dict
     result = train(config_from_dict(raw), tmp_path / "run", progress=False)
     assert result.dev["accuracy"] > 98.0
@@ -112,13 +112,13 @@ def test_char_lstm_and_pos_accuracy(tiny_corpus, tmp_path):
 def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
     from seqlab.config import config_from_dict
     raw = tiny_config(tiny_corpus).model_dump(mode="json")
-    raw["model"]["embedder"]["word"]["freeze"] = True
+    raw["model"]["embedder"]["features"]["word"]["freeze"] = True
     raw["train"]["max_epochs"] = 2
     config = config_from_dict(raw)
     from seqlab.data.readers import read_conll as rc
     from seqlab.training import seed_everything
     seed_everything(config.train.seed)
-    before = Tagger.build(config, rc(tiny_corpus, label_column=2), "BIO").net.embedder.word.weight.clone()
+    before = Tagger.build(config, rc(tiny_corpus, label_column=2), "BIO").net.embedder.word.embed.weight.clone()
     train(config, tmp_path / "run", progress=False)
-    after = Tagger.load(tmp_path / "run" / "model").net.embedder.word.weight
+    after = Tagger.load(tmp_path / "run" / "model").net.embedder.word.embed.weight
     assert torch.equal(before, after)

@@ -82,7 +82,7 @@ def test_logged_dev_scores_match_the_saved_model(tiny_corpus, tmp_path):
     train(_short(tiny_corpus, 3, lr=0.003), tmp_path / "run", progress=False)
     log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     best = max(log, key=lambda r: r["dev"]["f1"])
-    scores, _ = Tagger.load(tmp_path / "run" / "model").evaluate(read_conll(tiny_corpus, label_column=2))
+    scores = Tagger.load(tmp_path / "run" / "model").evaluate(read_conll(tiny_corpus, label_column=2)).scores
     assert scores.f1 == pytest.approx(best["dev"]["f1"])
     assert len({round(r["dev"]["f1"], 6) for r in log}) > 1  # the scores move as the model trains
 

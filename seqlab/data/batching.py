@@ -1,136 +1,96 @@
-"""Sentences -> index arrays -> padded batches.
+"""Sentences -> per-feature arrays -> padded batches.
 
-Encoding to indices happens once per corpus (it depends only on the vocabularies, never on model
-weights, so it cannot go stale); every evaluation runs the full model on these indices.
+Encoding happens once per corpus (it depends only on the featurizers' vocabularies, never on model
+weights, so it cannot go stale); every evaluation runs the full model on these arrays. A batch is a
+core (mask, lengths, gold tags, original order) plus each featurizer's named tensors.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
-from seqlab.data.sentence import Sentence
-from seqlab.data.vocab import Vocab, casing_class, normalize_word
+TOKENS = "tokens"  # the default length batches are budgeted by
 
 
 @dataclass
 class Encoded:
-    """One sentence as index arrays."""
+    """One sentence encoded by every featurizer."""
 
-    words: np.ndarray  # (seq_len,) int64
-    chars: list[np.ndarray]  # seq_len arrays of char ids
-    casing: np.ndarray  # (seq_len,) int64
-    tags: np.ndarray | None  # (seq_len,) int64
+    length: int  # tokens, i.e. tagged positions
+    features: dict[str, Any]  # featurizer name -> its per-sentence arrays
+    tags: np.ndarray | None = None  # (length,) int64 tag ids, None for unlabeled text
+    sizes: dict[str, int] = field(default_factory=dict)  # lengths featurizers report (lattice, sub-words)
+
+    def size(self, key: str) -> int:
+        return self.length if key == TOKENS else self.sizes[key]
 
 
 @dataclass
 class Batch:
     """A padded batch; ``index`` maps rows back to positions in the encoded list."""
 
-    words: torch.Tensor  # (batch, seq_len) long
-    chars: torch.Tensor  # (distinct_tokens, max_word_len) long, 0 = padding: each distinct token once
-    token_chars: torch.Tensor  # (batch, seq_len) long, row of ``chars`` holding each token's characters
-    casing: torch.Tensor  # (batch, seq_len) long, 0 = padding
     mask: torch.Tensor  # (batch, seq_len) bool, True on real tokens
+    lengths: torch.Tensor  # (batch,) long
     tags: torch.Tensor | None  # (batch, seq_len) long, 0 on padding
     index: list[int]
+    features: dict[str, dict[str, torch.Tensor]]  # featurizer name -> named tensors
 
     @property
     def num_tokens(self) -> int:
-        return int(self.mask.sum())
+        return int(self.lengths.sum())
 
     def to(self, device: torch.device | str) -> "Batch":
+        if self.mask.device == torch.device(device):
+            return self
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
-        return Batch(move(self.words), move(self.chars), move(self.token_chars), move(self.casing),
-                     move(self.mask), move(self.tags), self.index)
+        feats = {name: {k: move(v) for k, v in tensors.items()} for name, tensors in self.features.items()}
+        return Batch(move(self.mask), move(self.lengths), move(self.tags), self.index, feats)
 
 
-class Encoder:
-    """Turns sentences into :class:`Encoded` with fixed vocabularies."""
+class Collator:
+    """What collation needs of a featurizer (see :class:`seqlab.features.base.Featurizer`)."""
 
-    def __init__(self, words: Vocab, chars: Vocab, tags: Vocab, lowercase: bool, replace_digits: bool,
-                 max_word_len: int = 30):
-        self.words, self.chars, self.tags = words, chars, tags
-        self.lowercase, self.replace_digits = lowercase, replace_digits
-        self.max_word_len = max_word_len  # longer tokens (URLs, numbers) are cut for the char encoder
-        self._cache: dict[str, tuple[int, np.ndarray, int]] = {}  # depends on the vocabularies only
-
-    def _token(self, token: str) -> tuple[int, np.ndarray, int]:
-        """(word id, char ids, casing class) of one token; memoised, since tokens repeat a lot."""
-        hit = self._cache.get(token)
-        if hit is None:
-            chars = token[: self.max_word_len]
-            hit = (self.words.index(normalize_word(token, self.lowercase, self.replace_digits)),
-                   np.fromiter((self.chars.index(c) for c in chars), dtype=np.int64, count=len(chars))
-                   if chars else np.ones(1, dtype=np.int64),
-                   casing_class(token))
-            if len(self._cache) < 1_000_000:
-                self._cache[token] = hit
-        return hit
-
-    def encode(self, sentence: Sentence, tags: list[str] | None = None) -> Encoded:
-        feats = [self._token(t) for t in sentence.tokens]
-        n = len(feats)
-        w = np.fromiter((f[0] for f in feats), dtype=np.int64, count=n)
-        cs = np.fromiter((f[2] for f in feats), dtype=np.int64, count=n)
-        tg = None
-        if tags is not None:
-            tg = np.fromiter((self.tags.stoi[t] for t in tags), dtype=np.int64, count=len(tags))
-        return Encoded(w, [f[1] for f in feats], cs, tg)
+    def collate(self, items: list[Any], seq_len: int) -> dict[str, torch.Tensor]:  # pragma: no cover
+        raise NotImplementedError
 
 
-def collate(items: list[Encoded], index: list[int]) -> Batch:
-    """Pad a list of encoded sentences into a :class:`Batch`.
-
-    Character arrays are shared by equal tokens (the encoder memoises them), so each distinct token's
-    characters are stored and encoded once per batch."""
-    b = len(items)
-    t = max(len(e.words) for e in items)
-    words = np.zeros((b, t), dtype=np.int64)
-    casing = np.zeros((b, t), dtype=np.int64)
-    token_chars = np.zeros((b, t), dtype=np.int64)
-    mask = np.zeros((b, t), dtype=bool)
-    has_tags = items[0].tags is not None
-    tags = np.zeros((b, t), dtype=np.int64) if has_tags else None
-    rows: dict[int, int] = {}  # id(char array) -> row
-    distinct: list[np.ndarray] = []
-    for i, e in enumerate(items):
-        n = len(e.words)
-        words[i, :n] = e.words
-        casing[i, :n] = e.casing
-        mask[i, :n] = True
-        for j, cj in enumerate(e.chars):
-            row = rows.get(id(cj))
-            if row is None:
-                row = rows[id(cj)] = len(distinct)
-                distinct.append(cj)
-            token_chars[i, j] = row
-        if has_tags:
-            tags[i, :n] = e.tags
-    chars = np.zeros((len(distinct), max(len(c) for c in distinct)), dtype=np.int64)
-    for r, cj in enumerate(distinct):
-        chars[r, : len(cj)] = cj
-    return Batch(torch.from_numpy(words), torch.from_numpy(chars), torch.from_numpy(token_chars),
-                 torch.from_numpy(casing), torch.from_numpy(mask),
-                 None if tags is None else torch.from_numpy(tags), index)
+def collate(items: list[Encoded], index: list[int], featurizers: Mapping[str, Collator]) -> Batch:
+    """Pad a list of encoded sentences into a :class:`Batch`."""
+    lengths = np.fromiter((e.length for e in items), dtype=np.int64, count=len(items))
+    t = int(lengths.max())
+    mask = np.arange(t)[None, :] < lengths[:, None]  # (batch, seq_len)
+    tags = None
+    if items[0].tags is not None:
+        tags = np.zeros((len(items), t), dtype=np.int64)
+        for i, e in enumerate(items):
+            tags[i, : e.length] = e.tags
+        tags = torch.from_numpy(tags)
+    feats = {name: f.collate([e.features[name] for e in items], t) for name, f in featurizers.items()}
+    return Batch(torch.from_numpy(mask), torch.from_numpy(lengths), tags, index, feats)
 
 
-def make_batches(items: list[Encoded], batch_size: int | None = None, batch_tokens: int | None = None,
-                 shuffle: bool = False, rng: random.Random | None = None) -> list[Batch]:
-    """Length-bucketed batches: sort by length so padding is small, cut by sentence count or by a token
-    budget, then shuffle the order of batches (and, for training, jitter ties) when ``shuffle``."""
+def make_batches(items: list[Encoded], featurizers: Mapping[str, Collator], batch_size: int | None = None,
+                 batch_tokens: int | None = None, shuffle: bool = False, rng: random.Random | None = None,
+                 length: str = TOKENS) -> list[Batch]:
+    """Length-bucketed batches: sort by ``length`` (tokens, or a length a featurizer reports) so padding
+    is small, cut by sentence count or by a budget of padded ``length`` units, then shuffle the order
+    of batches (and, for training, jitter ties) when ``shuffle``."""
     order = list(range(len(items)))
     if shuffle:
         assert rng is not None
         rng.shuffle(order)  # random order among equal lengths
-    order.sort(key=lambda i: len(items[i].words))
+    sizes = [e.size(length) for e in items]
+    order.sort(key=sizes.__getitem__)
     groups: list[list[int]] = []
     cur: list[int] = []
     for i in order:
-        n = len(items[i].words)
+        n = sizes[i]
         if cur and ((batch_tokens is not None and (len(cur) + 1) * n > batch_tokens)
                     or (batch_tokens is None and len(cur) >= (batch_size or 1))):
             groups.append(cur)
@@ -140,4 +100,4 @@ def make_batches(items: list[Encoded], batch_size: int | None = None, batch_toke
         groups.append(cur)
     if shuffle:
         rng.shuffle(groups)
-    return [collate([items[i] for i in g], g) for g in groups]
+    return [collate([items[i] for i in g], g, featurizers) for g in groups]

@@ -1,11 +1,14 @@
-"""Encoder layers: each maps (batch, seq_len, input_dim) to (batch, seq_len, output_dim) under a mask.
+"""Encoder layers: each maps (batch, seq_len, input_dim) to (batch, seq_len, output_dim) under a context.
 
-Every encoder family lives in its own module with its config class (a pydantic model with a
-``type`` literal and a ``build(input_dim)`` method). ``seqlab.config`` collects the config classes
-into one discriminated union, so a stack of layers is a list in the YAML file.
+Every encoder family lives in its own module with its config class (a pydantic model with a ``type``
+literal, ``output_dim(input_dim)`` and ``build(input_dim)``) registered with :data:`ENCODERS`; a stack
+of layers is a list in the YAML file. The built-in families are imported here, unguarded: a family
+that fails to import raises.
 """
 
-from seqlab.encoders.base import Encoder
+from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.encoders.bilstm import BiLSTMConfig, BiLSTMEncoder
+from seqlab.encoders.psa import PSAFusionConfig, PSAFusionEncoder, SANConfig
 
-__all__ = ["Encoder", "BiLSTMConfig", "BiLSTMEncoder"]
+__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "PSAFusionConfig",
+           "PSAFusionEncoder", "SANConfig"]

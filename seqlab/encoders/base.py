@@ -1,28 +1,43 @@
-"""The encoder interface shared by every layer of the stack."""
+"""The encoder contract shared by every layer of the stack, and the encoder registry."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
 from torch import Tensor, nn
 
+from seqlab.context import Context
+from seqlab.registry import LayerConfig, Registry
 
-class LayerConfig(BaseModel):
-    """Base of every config object: unknown keys are errors, values are immutable."""
+ENCODERS: Registry = Registry("encoder")
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class EncoderConfig(LayerConfig):
+    """Base of encoder configs: a ``type`` literal, ``output_dim`` and ``build``.
+
+    ``output_dim(input_dim)`` computes the layer's output size without building it, and raises
+    :class:`~seqlab.registry.ConfigCheckError` (naming the field) when the layer cannot be built on
+    that input size: the config is then rejected when it is read, not when the model is built."""
+
+    def output_dim(self, input_dim: int) -> int:
+        raise NotImplementedError
+
+    def build(self, input_dim: int) -> "Encoder":
+        raise NotImplementedError
 
 
 class Encoder(nn.Module):
     """A contextual layer.
 
-    ``forward(x, mask)`` takes ``x`` of shape (batch, seq_len, input_dim) and a bool ``mask`` of shape
-    (batch, seq_len), True on real tokens, and returns (batch, seq_len, output_dim). Values at padded
-    positions of the output are unspecified; real positions must not depend on padding.
-    Layers that can explain themselves (attention) also implement ``explain(x, mask)`` returning
-    ``(output, dict_of_tensors)``.
+    ``forward(x, ctx)`` takes ``x`` of shape (batch, seq_len, input_dim) and a
+    :class:`~seqlab.context.Context` (mask, lengths, the batch's feature tensors, tensors published by
+    earlier layers) and returns (batch, seq_len, output_dim). Values at padded positions of the output
+    are unspecified; real positions must not depend on padding. A layer may publish tensors with
+    ``ctx.publish(name, tensor)`` (attention maps, a global vector) and may name column ranges of its
+    output in ``columns`` (``{"H": (0, 200), "C1": (200, 240)}``) so that analysis code can zero them
+    (``TaggerNet.forward(batch, ablate=...)``) without knowing the layer.
     """
 
     output_dim: int
+    columns: dict[str, tuple[int, int]] = {}
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:  # pragma: no cover - interface
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:  # pragma: no cover - interface
         raise NotImplementedError

@@ -4,18 +4,31 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from torch import Tensor, nn
 
-from seqlab.encoders.base import Encoder, LayerConfig
+from seqlab.context import Context
+from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.lstm import BiLSTM
 
 
-class BiLSTMConfig(LayerConfig):
+@ENCODERS.register
+class BiLSTMConfig(EncoderConfig):
     type: Literal["bilstm"] = "bilstm"
-    hidden: int = Field(200, gt=0, description="total output size (both directions); 200 as in Lample et al.")
-    layers: int = Field(1, gt=0, description="one layer is the papers' setting")
+    hidden: int = Field(200, gt=0, le=16384, description="total output size (both directions); 200 as in "
+                                                         "Lample et al.")
+    layers: int = Field(1, gt=0, le=16, description="one layer is the papers' setting")
     dropout: float = Field(0.5, ge=0.0, lt=1.0, description="on the output and between layers")
+
+    @field_validator("hidden")
+    @classmethod
+    def _even(cls, v: int) -> int:
+        if v % 2:
+            raise ValueError(f"a BiLSTM's size must be even (two directions of hidden/2), got {v}")
+        return v
+
+    def output_dim(self, input_dim: int) -> int:
+        return self.hidden
 
     def build(self, input_dim: int) -> "BiLSTMEncoder":
         return BiLSTMEncoder(input_dim, self.hidden, self.layers, self.dropout)
@@ -24,8 +37,7 @@ class BiLSTMConfig(LayerConfig):
 class BiLSTMEncoder(Encoder):
     def __init__(self, input_dim: int, hidden: int, layers: int = 1, dropout: float = 0.5):
         super().__init__()
-        if hidden % 2:
-            raise ValueError(f"BiLSTM hidden size must be even (two directions), got {hidden}")
+        assert hidden % 2 == 0, hidden  # the config rejects odd sizes
         self.lstm = BiLSTM(input_dim, hidden // 2, layers, dropout)
         self.dropout = nn.Dropout(dropout)
         self.output_dim = hidden
@@ -41,6 +53,6 @@ class BiLSTMEncoder(Encoder):
                 n = p.shape[0] // 4
                 p.data[n:2 * n] = 0.5  # bias_ih and bias_hh add up to 1
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        out = self.lstm(x, mask.sum(1).clamp(min=1))  # (batch, seq, hidden)
-        return self.dropout(out * mask.unsqueeze(2))  # zeros on padding
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        out = self.lstm(x, ctx.lengths.clamp(min=1))  # (batch, seq, hidden)
+        return self.dropout(out * ctx.mask.unsqueeze(2))  # zeros on padding

@@ -58,7 +58,7 @@ Reading of the ambiguous points:
   (and a stack of such layers could never recover it). Without the gate we thus keep the
   combination but make it non-adaptive: the output is the concatenation [x; s~], and
   ``output_dim = 2 * input_dim`` (the next layer can learn any fixed mixing of the two). The
-  ``explain`` dict then has no "gate" entry.
+  layer then publishes no "gate".
 * SAN. Table IX's caption says "SAN denotes the proposed self-attentional context fusion
   network", i.e. the full layer above (PSA + FC + fusion gate), and its row 1 (SAN SAN SAN) is a
   stack of three such layers. ``type: "san"`` (:class:`SANConfig`) is therefore the same machinery
@@ -84,7 +84,8 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.encoders.base import Encoder, LayerConfig
+from seqlab.context import Context
+from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 
 Variant = Literal["journal", "early"]
 
@@ -178,14 +179,15 @@ def sinusoidal_positions(seq_len: int, dim: int, device: torch.device | None = N
 # Configs
 # ---------------------------------------------------------------------------------------------
 
-class PSAFusionConfig(LayerConfig):
+@ENCODERS.register
+class PSAFusionConfig(EncoderConfig):
     """The self-attentional context fusion layer (Section IV-B) around position-aware attention."""
 
     type: Literal["psa_fusion"] = "psa_fusion"
     variant: Variant = Field(
         "journal", description="journal: Psi = M + aG + (1-a)P, |i-j| table R (Eq. 4, 11); "
                                "early: Psi = a1 M + a2 P + a3 G, signed table W3 (conf. Eq. 8, 11)")
-    window: int = Field(10, gt=0, description="window size k: eps = k/2 and clipping r = k; 10 is "
+    window: int = Field(10, gt=0, le=512, description="window size k: eps = k/2 and clipping r = k; 10 is "
                                               "the paper's best (Fig. 5)")
     self_mask: bool = Field(True, description="self-disabled mask M (Eq. 9); off for Table VII")
     gaussian: bool = Field(True, description="distance-aware Gaussian bias G (Eq. 10); off for Table VII")
@@ -201,6 +203,9 @@ class PSAFusionConfig(LayerConfig):
     attention_dropout: float = Field(0.2, ge=0.0, lt=1.0, description="dropout on the attention "
                                                                       "output, 0.2 as in the paper (V-B)")
 
+    def output_dim(self, input_dim: int) -> int:
+        return input_dim if self.gate else 2 * input_dim
+
     def build(self, input_dim: int) -> "PSAFusionEncoder":
         return PSAFusionEncoder(
             input_dim, variant=self.variant, window=self.window, self_mask=self.self_mask,
@@ -209,6 +214,7 @@ class PSAFusionConfig(LayerConfig):
             attention_dropout=self.attention_dropout)
 
 
+@ENCODERS.register
 class SANConfig(PSAFusionConfig):
     """'SAN' of Table IX: the paper's name for the same self-attentional context fusion network.
 
@@ -217,9 +223,6 @@ class SANConfig(PSAFusionConfig):
     """
 
     type: Literal["san"] = "san"  # type: ignore[assignment]
-
-
-CONFIGS = [PSAFusionConfig, SANConfig]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,25 +350,17 @@ class PSAFusionEncoder(Encoder):
                 if lin.bias is not None:
                     nn.init.zeros_(lin.bias)
 
-    def _run(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        """Publishes "attention" (batch, T, T) and, with the gate on, "gate" lambda (batch, T, d)."""
         if self.position_encoding == "absolute":
             x = x + sinusoidal_positions(x.shape[1], x.shape[2], x.device).to(x.dtype)
-        attn = self.attention(x, mask)  # (batch, T, T)
+        attn = self.attention(x, ctx.mask)  # (batch, T, T)
+        ctx.publish("attention", attn)
         s = self.dropout(attn @ x)  # (batch, T, d): Eq. 8, dropout on the attention output
         if self.fc1 is not None:
             s = torch.tanh(self.fc2(torch.tanh(self.fc1(s))))  # Eq. 12
         if self.gate_out is None:
-            return torch.cat([x, s], dim=-1), attn, None  # (batch, T, 2d)
+            return torch.cat([x, s], dim=-1)  # (batch, T, 2d)
         lam = torch.sigmoid(self.gate_out(torch.tanh(self.gate_x(x) + self.gate_s(s))))  # (batch, T, d)
-        return lam * x + (1.0 - lam) * s, attn, lam  # Eq. 14
-
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        return self._run(x, mask)[0]
-
-    def explain(self, x: Tensor, mask: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        """Output plus {"attention": (batch, T, T), "gate": (batch, T, d) lambda (absent if gate off)}."""
-        out, attn, lam = self._run(x, mask)
-        info = {"attention": attn}
-        if lam is not None:
-            info["gate"] = lam
-        return out, info
+        ctx.publish("gate", lam)
+        return lam * x + (1.0 - lam) * s  # Eq. 14

@@ -15,22 +15,21 @@ from tests.conftest import SAMPLE
 
 
 def _fake(lengths):
-    return [Encoded(np.arange(1, n + 1), [np.array([2, 3])] * n, np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
-            for n in lengths]
+    return [Encoded(n, {}, np.zeros(n, dtype=np.int64)) for n in lengths]
 
 
 def test_token_budget_and_coverage():
     lengths = [random.Random(i).randint(1, 60) for i in range(300)]
-    batches = make_batches(_fake(lengths), batch_tokens=200, shuffle=True, rng=random.Random(0))
+    batches = make_batches(_fake(lengths), {}, batch_tokens=200, shuffle=True, rng=random.Random(0))
     seen = sorted(i for b in batches for i in b.index)
     assert seen == list(range(300))  # every sentence exactly once
     for b in batches:
-        assert len(b.index) == 1 or b.words.shape[0] * b.words.shape[1] <= 200  # padded size within budget
+        assert len(b.index) == 1 or b.mask.shape[0] * b.mask.shape[1] <= 200  # padded size within budget
 
 
 def test_sentence_count_batches_are_length_bucketed():
     lengths = [5, 50, 6, 49, 7, 48]
-    batches = make_batches(_fake(lengths), batch_size=3)
+    batches = make_batches(_fake(lengths), {}, batch_size=3)
     assert sorted(sorted(lengths[i] for i in b.index) for b in batches) == [[5, 6, 7], [48, 49, 50]]
     assert all(b.mask.sum(1).tolist() == [lengths[i] for i in b.index] for b in batches)
 

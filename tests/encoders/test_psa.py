@@ -9,10 +9,10 @@ import torch
 from pydantic import TypeAdapter, ValidationError
 from torch import nn
 
+from seqlab.context import Context
 from seqlab.encoders import psa
 from seqlab.encoders.psa import (
     AdditiveScores,
-    CONFIGS,
     PSAFusionConfig,
     PSAFusionEncoder,
     SANConfig,
@@ -22,6 +22,17 @@ from seqlab.encoders.psa import (
 )
 
 VARIANTS = ["journal", "early"]
+
+
+def run(layer, x, mask):
+    """The layer as the network calls it: a context made from the mask."""
+    return layer(x, Context.of(mask))
+
+
+def explain(layer, x, mask):
+    """Output and the tensors the layer published ("attention", "gate")."""
+    ctx = Context.of(mask)
+    return layer(x, ctx), ctx.published
 
 
 def _layer(dim: int = 6, seed: int = 0, **kw) -> PSAFusionEncoder:
@@ -124,7 +135,7 @@ def test_attention_matches_reference_equations(variant):
     torch.manual_seed(1)
     x = torch.randn(1, 5, 4)
     with torch.no_grad():
-        _, info = layer.explain(x, torch.ones(1, 5, dtype=torch.bool))
+        _, info = explain(layer, x, torch.ones(1, 5, dtype=torch.bool))
         expected = _reference_attention(layer, x[0])
     torch.testing.assert_close(info["attention"][0], expected, rtol=1e-5, atol=1e-6)
 
@@ -149,7 +160,7 @@ def test_attention_rows_normalised_over_real_tokens(variant, self_mask):
     lengths = [7, 4, 2]
     x, mask = torch.randn(3, 7, 6), _mask(lengths, 7)
     with torch.no_grad():
-        _, info = layer.explain(x, mask)
+        _, info = explain(layer, x, mask)
     attn = info["attention"]
     assert attn.shape == (3, 7, 7)
     for b, n in enumerate(lengths):
@@ -172,12 +183,12 @@ def test_padding_invariance(variant, extra):
     mask = _mask([4, 9], 9)
     alone = x[:1, :4]
     with torch.no_grad():
-        batched = layer(x, mask)[0, :4]
-        single = layer(alone, torch.ones(1, 4, dtype=torch.bool))[0]
+        batched = run(layer, x, mask)[0, :4]
+        single = run(layer, alone, torch.ones(1, 4, dtype=torch.bool))[0]
         # garbage in the padding must not leak either
         x2 = x.clone()
         x2[0, 4:] = 1e3
-        batched2 = layer(x2, mask)[0, :4]
+        batched2 = run(layer, x2, mask)[0, :4]
     torch.testing.assert_close(batched, single, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(batched2, single, rtol=1e-5, atol=1e-6)
 
@@ -188,7 +199,7 @@ def test_one_token_sentence_has_no_nan(variant):
     layer = PSAFusionConfig(variant=variant).build(6)  # train mode: dropout on
     x = torch.randn(2, 5, 6, requires_grad=True)
     mask = _mask([1, 5], 5)
-    out, info = layer.explain(x, mask)
+    out, info = explain(layer, x, mask)
     assert torch.isfinite(out).all()
     assert info["attention"][0].abs().max() == 0  # the only key is the token itself: masked by M
     out[mask].pow(2).sum().backward()
@@ -197,7 +208,7 @@ def test_one_token_sentence_has_no_nan(variant):
         assert p.grad is None or torch.isfinite(p.grad).all(), name
     # a batch made only of a 1-token sentence
     x1 = torch.randn(1, 1, 6, requires_grad=True)
-    out1 = layer(x1, torch.ones(1, 1, dtype=torch.bool))
+    out1 = run(layer, x1, torch.ones(1, 1, dtype=torch.bool))
     out1.sum().backward()
     assert torch.isfinite(out1).all() and torch.isfinite(x1.grad).all()
 
@@ -220,7 +231,7 @@ def test_each_switch_changes_the_output(variant, switch):
     torch.manual_seed(5)
     x, mask = torch.randn(2, 6, 6), _mask([6, 5], 6)
     with torch.no_grad():
-        assert not torch.allclose(full(x, mask), ablated(x, mask), atol=1e-4)
+        assert not torch.allclose(run(full, x, mask), run(ablated, x, mask), atol=1e-4)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -231,7 +242,7 @@ def test_use_psi_false_is_plain_additive_attention(variant):
     x = torch.randn(1, 5, 4)
     mask = _mask([4], 5)
     with torch.no_grad():
-        _, info = layer.explain(x, mask)
+        _, info = explain(layer, x, mask)
         q = x[0, :4] @ att.w1.weight.T
         k = x[0, :4] @ att.w2.weight.T + att.w2.bias
         f = torch.tanh(q[:, None] + k[None]) @ att.score.weight[0]  # (4, 4), diagonal allowed
@@ -261,7 +272,7 @@ def test_gate_off_concatenates_input_and_context():
     assert layer.output_dim == 12
     x, mask = torch.randn(2, 5, 6), _mask([5, 3], 5)
     with torch.no_grad():
-        out, info = layer.explain(x, mask)
+        out, info = explain(layer, x, mask)
     assert out.shape == (2, 5, 12) and "gate" not in info
     torch.testing.assert_close(out[..., :6], x)
     expected_context = torch.tanh(layer.fc2(torch.tanh(layer.fc1(info["attention"] @ x))))
@@ -272,12 +283,12 @@ def test_gate_is_eq14_convex_combination():
     layer = _layer()
     x, mask = torch.randn(2, 5, 6), _mask([5, 3], 5)
     with torch.no_grad():
-        out, info = layer.explain(x, mask)
+        out, info = explain(layer, x, mask)
         s = torch.tanh(layer.fc2(torch.tanh(layer.fc1(info["attention"] @ x))))
     lam = info["gate"]
     assert lam.shape == (2, 5, 6) and ((lam > 0) & (lam < 1)).all()
     torch.testing.assert_close(out, lam * x + (1 - lam) * s)
-    torch.testing.assert_close(layer(x, mask), out)  # forward and explain agree
+    torch.testing.assert_close(run(layer, x, mask), out)  # forward and explain agree
 
 
 # --------------------------------------------------------------------------------------------
@@ -289,7 +300,7 @@ def test_gradients_reach_trade_off_and_position_table(variant):
     layer = _layer(variant=variant, window=3)
     layer.train()
     x, mask = torch.randn(3, 8, 6), _mask([8, 6, 2], 8)
-    layer(x, mask).pow(2).sum().backward()
+    run(layer, x, mask).pow(2).sum().backward()
     att = layer.attention
     trade_off = att.alpha_logit if variant == "journal" else att.mix_logits
     for p in (trade_off, att.rel):
@@ -316,8 +327,9 @@ def test_initialisation_glorot_weights_zero_biases():
 # --------------------------------------------------------------------------------------------
 
 def test_configs_are_strict_frozen_and_documented():
-    assert set(CONFIGS) == {PSAFusionConfig, SANConfig}
-    for cls in CONFIGS:
+    from seqlab.encoders import ENCODERS
+    assert ENCODERS.get("psa_fusion") is PSAFusionConfig and ENCODERS.get("san") is SANConfig
+    for cls in (PSAFusionConfig, SANConfig):
         for name, field in cls.model_fields.items():
             assert name == "type" or field.description, f"{cls.__name__}.{name} lacks a description"
     with pytest.raises(ValidationError):
@@ -333,9 +345,9 @@ def test_configs_are_strict_frozen_and_documented():
 
 
 def test_union_dispatch_on_type():
-    from seqlab.config import EncoderConfig
+    from seqlab.encoders import ENCODERS
 
-    adapter = TypeAdapter(list[EncoderConfig])
+    adapter = TypeAdapter(list[ENCODERS.field])
     layers = adapter.validate_python([{"type": "san", "variant": "early"},
                                       {"type": "psa_fusion", "gate": False}])
     assert isinstance(layers[0], SANConfig) and layers[0].variant == "early"
@@ -372,7 +384,7 @@ def test_overfits_a_task_that_needs_context(variant):
 
     def accuracy(tok: torch.Tensor, lab: torch.Tensor) -> float:
         with torch.no_grad():
-            pred = model["out"](model["enc"](model["emb"](tok), torch.ones_like(tok, dtype=torch.bool)))
+            pred = model["out"](model["enc"](model["emb"](tok), Context.of(torch.ones_like(tok, dtype=torch.bool))))
         return (pred.argmax(-1) == lab).float().mean().item()
 
     threads = torch.get_num_threads()
@@ -381,7 +393,7 @@ def test_overfits_a_task_that_needs_context(variant):
         mask = torch.ones(batch, t, dtype=torch.bool)
         for _ in range(200):
             opt.zero_grad()
-            logits = model["out"](model["enc"](model["emb"](tokens), mask))
+            logits = model["out"](model["enc"](model["emb"](tokens), Context.of(mask)))
             nn.functional.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1)).backward()
             opt.step()
         model.eval()

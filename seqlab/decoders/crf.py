@@ -1,0 +1,46 @@
+"""Linear projection to tag scores + a linear-chain CRF (likelihood, Viterbi, exact n-best)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from torch import Tensor, nn
+
+from seqlab.context import Context
+from seqlab.crf import CRF, TagPath
+from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagSet
+
+
+@DECODERS.register
+class CRFDecoderConfig(DecoderConfig):
+    type: Literal["crf"] = "crf"
+    constrained: bool = Field(True, description="forbid transitions invalid in the training scheme")
+
+    def build(self, input_dim: int, tags: TagSet) -> "CRFDecoder":
+        constraints = tags.constraints() if self.constrained else None
+        return CRFDecoder(input_dim, len(tags), *(constraints or ()))
+
+
+class CRFDecoder(Decoder):
+    def __init__(self, input_dim: int, num_tags: int, allowed: Tensor | None = None,
+                 allowed_start: Tensor | None = None, allowed_end: Tensor | None = None):
+        super().__init__()
+        self.proj = nn.Linear(input_dim, num_tags)
+        nn.init.xavier_uniform_(self.proj.weight)
+        nn.init.zeros_(self.proj.bias)
+        self.crf = CRF(num_tags, allowed, allowed_start, allowed_end)
+
+    def loss(self, features: Tensor, tags: Tensor, mask: Tensor, ctx: Context) -> Tensor:
+        """Per-sentence negative log-likelihood, shape (batch,)."""
+        return self.crf.nll(self.proj(features), tags, mask)
+
+    def decode(self, features: Tensor, mask: Tensor, ctx: Context) -> Decoded:
+        tags, scores = self.crf.viterbi(self.proj(features), mask)  # (batch, seq), (batch,)
+        return Decoded(tags, scores)
+
+    def nbest(self, features: Tensor, mask: Tensor, ctx: Context, k: int) -> list[list[TagPath]]:
+        return self.crf.nbest(self.proj(features), mask, k)
+
+    def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
+        return self.crf.marginals(self.proj(features), mask)

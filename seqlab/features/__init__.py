@@ -1,0 +1,10 @@
+"""Input features: each a featurizer (vocabulary, encoding, collation, saved state) plus its embedding
+module. The built-in families register themselves on import; see :mod:`seqlab.features.base`."""
+
+from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer
+from seqlab.features.casing import CasingConfig
+from seqlab.features.chars import CharCNN, CharLSTM, CharsConfig
+from seqlab.features.words import WordsConfig
+
+__all__ = ["FEATURES", "FeatureConfig", "FeatureModule", "Featurizer", "CasingConfig", "CharsConfig",
+           "WordsConfig", "CharCNN", "CharLSTM"]

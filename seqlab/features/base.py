@@ -1,0 +1,97 @@
+"""The featurizer contract: one input feature from sentence to tensors to vectors.
+
+A featurizer owns its vocabulary or resource. It is fitted on the training sentences, encodes one
+:class:`~seqlab.data.sentence.Sentence` into arrays, collates a batch of those into named tensors, and
+saves its state as JSON under its own name in the model folder's ``vocab.json``. Its embedding module
+maps the collated tensors to (batch, seq_len, output_dim); the embedder concatenates the modules of all
+featurizers. A featurizer may also report a length of its own (a lattice, sub-words) that batching can
+budget by, and a module may return None and only publish tensors into the context (output_dim 0).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from seqlab.context import Context
+from seqlab.data.sentence import Sentence
+from seqlab.errors import SeqlabError
+from seqlab.registry import LayerConfig, Registry
+
+FEATURES: Registry = Registry("feature")
+
+
+class FeatureConfig(LayerConfig):
+    """Base of featurizer configs: ``output_dim`` (known without data) and ``build``."""
+
+    def output_dim(self) -> int:
+        raise NotImplementedError
+
+    def build(self, name: str) -> "Featurizer":
+        raise NotImplementedError
+
+
+class FeatureModule(nn.Module):
+    """The trainable half of a featurizer: collated tensors -> (batch, seq_len, output_dim)."""
+
+    output_dim: int
+
+    def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor | None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class Featurizer(ABC):
+    def __init__(self, name: str, config: FeatureConfig):
+        self.name, self.config = name, config
+
+    def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
+        """Build the vocabulary from training sentences; ``other`` (dev/test) may only add words that
+        have pre-trained vectors. Stateless featurizers do nothing."""
+
+    def state(self) -> dict:
+        """JSON-able state saved under this featurizer's name in vocab.json."""
+        return {}
+
+    def load_state(self, state: Any, where: str) -> None:
+        """Restore :meth:`state`; ``where`` names the file and key for errors. Must validate."""
+        if state not in ({}, None):
+            raise SeqlabError(f"{where}: expected no state for a '{self.config.type}' feature")
+
+    @abstractmethod
+    def encode(self, sentence: Sentence) -> Any:
+        """One sentence -> this feature's arrays (kept per sentence for the whole corpus)."""
+
+    @abstractmethod
+    def collate(self, items: list[Any], seq_len: int) -> dict[str, Tensor]:
+        """Per-sentence arrays of one batch -> named tensors, padded to ``seq_len`` tokens."""
+
+    def size(self, encoded: Any) -> int | None:
+        """A length of this feature's own for batch budgets (lattice length), or None."""
+        return None
+
+    @abstractmethod
+    def module(self) -> FeatureModule:
+        """A fresh embedding module (initialised from pre-trained vectors after ``fit``)."""
+
+
+def string_list(state: Any, key: str, where: str, min_len: int = 0) -> list[str]:
+    """``state[key]`` checked to be a list of distinct strings."""
+    value = state.get(key) if isinstance(state, dict) else None
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise SeqlabError(f"{where}.{key}: expected a list of strings")
+    if len(value) < min_len or len(set(value)) != len(value):
+        raise SeqlabError(f"{where}.{key}: expected at least {min_len} distinct strings")
+    return value
+
+
+def pad_ids(arrays: list[np.ndarray], seq_len: int) -> Tensor:
+    """Right-pad 1-d int arrays with 0 into a (batch, seq_len) long tensor."""
+    out = np.zeros((len(arrays), seq_len), dtype=np.int64)
+    for i, a in enumerate(arrays):
+        out[i, : len(a)] = a
+    return torch.from_numpy(out)

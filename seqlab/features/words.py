@@ -1,0 +1,114 @@
+"""Word ids: a lookup table over (lower-cased) training words, initialised from pre-trained vectors."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import Field
+from torch import Tensor, nn
+
+from seqlab.context import Context
+from seqlab.data.sentence import Sentence
+from seqlab.data.vocab import Vocab, normalize_word
+from seqlab.errors import SeqlabError
+from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer, pad_ids, string_list
+from seqlab.vectors import load_vectors
+
+
+@FEATURES.register
+class WordsConfig(FeatureConfig):
+    type: Literal["words"] = "words"
+    dim: int = Field(50, gt=0, le=4096, description="GloVe 6B 50d is the vector set available offline")
+    pretrained: str | None = Field(
+        "glove-6b-50d", description="'glove-6b-50d' (PyPI package), a GloVe/word2vec text file (.gz ok), or None")
+    freeze: bool = Field(False, description="the papers fine-tune the word embeddings")
+    lowercase: bool = Field(True, description="GloVe 6B is uncased; casing is kept by the casing feature")
+    min_count: int = Field(1, ge=1, le=1_000_000, description="keep every training word; rare ones still get trained")
+    replace_digits: bool = Field(False, description="map digits to 0 before lookup (NCRF++ option)")
+
+    def output_dim(self) -> int:
+        return self.dim
+
+    def build(self, name: str) -> "WordsFeaturizer":
+        return WordsFeaturizer(name, self)
+
+
+class WordEmbedding(FeatureModule):
+    def __init__(self, num_words: int, dim: int, init: Tensor | None, freeze: bool):
+        super().__init__()
+        self.embed = nn.Embedding(num_words, dim, padding_idx=0)
+        if init is not None:
+            self.embed.weight.data.copy_(init)
+        self.embed.weight.requires_grad_(not freeze)
+        self.output_dim = dim
+
+    def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
+        return self.embed(inputs["ids"])  # (batch, seq, dim); padding rows are zero
+
+
+class WordsFeaturizer(Featurizer):
+    config: WordsConfig
+
+    def __init__(self, name: str, config: WordsConfig):
+        super().__init__(name, config)
+        self.vocab = Vocab([])
+        self._init: np.ndarray | None = None  # pre-trained table after fit, until the module is made
+        self._cache: dict[str, int] = {}
+
+    def _norm(self, token: str) -> str:
+        return normalize_word(token, self.config.lowercase, self.config.replace_digits)
+
+    def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
+        c = self.config
+        counts = Counter(self._norm(t) for s in train for t in s.tokens)
+        vectors, extra = {}, []
+        if c.pretrained:
+            wanted = set(counts) | {self._norm(t) for s in other for t in s.tokens}
+            vectors, dim = load_vectors(c.pretrained, wanted)
+            if dim != c.dim:
+                raise SeqlabError(f"word vectors have {dim} dimensions but the feature's dim is {c.dim}",
+                                  key=f"model.embedder.features.{self.name}.dim")
+            extra = sorted(t for t in wanted - set(counts) if t in vectors)  # dev/test words with vectors
+        self.vocab = Vocab.from_counts(counts, c.min_count, extra=extra)
+        self._cache.clear()
+        if vectors:
+            # unseen words: uniform(-sqrt(3/dim), sqrt(3/dim)) as Ma and Hovy; found words: their vector
+            rng = np.random.default_rng(seed)
+            scale = np.sqrt(3.0 / c.dim)
+            table = rng.uniform(-scale, scale, (len(self.vocab), c.dim)).astype(np.float32)
+            table[0] = 0.0
+            for i, word in enumerate(self.vocab.itos):
+                if word in vectors:
+                    table[i] = vectors[word]
+            self._init = table
+
+    def state(self) -> dict:
+        return {"itos": self.vocab.itos}
+
+    def load_state(self, state: Any, where: str) -> None:
+        self.vocab = Vocab.from_list(string_list(state, "itos", where, min_len=2))
+        self._cache.clear()
+
+    def encode(self, sentence: Sentence) -> np.ndarray:
+        ids = np.empty(len(sentence.tokens), dtype=np.int64)  # (seq_len,)
+        cache = self._cache
+        for k, token in enumerate(sentence.tokens):
+            i = cache.get(token)
+            if i is None:
+                i = self.vocab.index(self._norm(token))
+                if len(cache) < 1_000_000:
+                    cache[token] = i
+            ids[k] = i
+        return ids
+
+    def collate(self, items: list[np.ndarray], seq_len: int) -> dict[str, Tensor]:
+        return {"ids": pad_ids(items, seq_len)}  # (batch, seq_len)
+
+    def module(self) -> WordEmbedding:
+        init = None if self._init is None else torch.from_numpy(self._init)
+        self._init = None  # the table lives on in the module's weights
+        return WordEmbedding(len(self.vocab), self.config.dim, init, self.config.freeze)
