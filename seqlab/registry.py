@@ -74,9 +74,8 @@ class Registry(Generic[C]):
             raise PydanticCustomError("registry_mapping", f"expected a mapping with a 'type' key ({self.kind})")
         name = value.get("type")
         if name not in self._classes:
-            raise PydanticCustomError(
-                "registry_type", "unknown {kind} type {name!r}; known: {known}",
-                {"kind": self.kind, "name": name, "known": ", ".join(self.names())})
+            raise PydanticCustomError("registry_type", "{detail}", {
+                "detail": f"unknown {self.kind} type {name!r}; known: {', '.join(self.names())}"})
         return self._classes[name].model_validate(value)
 
 

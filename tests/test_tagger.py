@@ -107,6 +107,12 @@ def test_char_lstm_and_pos_accuracy(tiny_corpus, tmp_path):
     from seqlab.config import config_from_dict
     result = train(config_from_dict(raw), tmp_path / "run", progress=False)
     assert result.dev["accuracy"] > 98.0
+    # plain labels report token accuracy only: no chunk counts, no F1 key
+    assert "f1" not in result.dev and "f1" not in json.loads((tmp_path / "run" / "results.json").read_text())["test"]
+    from seqlab.metrics import format_report
+    from seqlab.training import evaluate
+    report = format_report(evaluate(tmp_path / "run" / "model", tiny_corpus))
+    assert report.startswith("processed ") and "accuracy:" in report and "FB1" not in report and "phrases" not in report
 
 
 def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
@@ -122,3 +128,31 @@ def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
     train(config, tmp_path / "run", progress=False)
     after = Tagger.load(tmp_path / "run" / "model").net.embedder.word.embed.weight
     assert torch.equal(before, after)
+
+
+def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypatch):
+    from seqlab.model import TaggerNet
+    _, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    calls = {"forward": 0, "encode": 0}
+    forward = TaggerNet.forward
+
+    def counting_forward(self, *args, **kwargs):
+        calls["forward"] += 1
+        return forward(self, *args, **kwargs)
+    monkeypatch.setattr(TaggerNet, "forward", counting_forward)
+    word = tagger.featurizers["word"]
+    encode = word.encode
+
+    def counting_encode(sentence):
+        calls["encode"] += 1
+        return encode(sentence)
+    monkeypatch.setattr(word, "encode", counting_encode)
+    pred = tagger.predict(["He reckons the deficit will narrow .", "Yes ."], nbest=2, explain=True)
+    assert calls == {"forward": 1, "encode": 2}  # one batch, one pass; each sentence encoded once
+    assert pred[0].nbest[0].tags == pred[0].tags and pred[0].explanation == []  # no attention layer
+    calls.update(forward=0, encode=0)
+    from seqlab.data.readers import read_conll as rc
+    sentences = rc(run.parent / "tiny.txt", label_column=2)
+    tagger.evaluate(sentences, batch_size=1000)
+    assert calls == {"forward": 1, "encode": len(sentences)}
