@@ -5,6 +5,7 @@
     seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain]
     seqlab score FILE [--scheme BIO]
     seqlab info MODEL
+    seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
     seqlab serve MODEL [--host 127.0.0.1] [--port 8000]
     seqlab demo --out DIR
@@ -72,6 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="describe a saved model")
     i.add_argument("model")
 
+    z = sub.add_parser("analyze", help="entity chunking and typing analyses (Li et al. 2019, Tables 3-4)")
+    z.add_argument("model")
+    z.add_argument("data")
+    z.add_argument("--keep", "--ablate", dest="keep", action="append", default=[], metavar="PART",
+                   help="also analyse with only this named part of its layer left, every other part zeroed "
+                        "(a Table 3 ablation column: H, C_all, C1..C5); repeatable")
+    z.add_argument("--all-parts", action="store_true", help="one column per named part of the model")
+    z.add_argument("--json", action="store_true", help="JSON instead of tables")
+    z.add_argument("--batch-size", type=int)
+
     a = sub.add_parser("attention", help="write the attention heatmap of each attention layer as PNG")
     a.add_argument("model")
     a.add_argument("sentence")
@@ -116,10 +127,10 @@ def _headline(scores: dict | None) -> dict | None:
 
 
 def cmd_evaluate(args) -> None:
-    from seqlab.metrics import format_report
+    from seqlab.metrics import format_report, format_span_analysis
     from seqlab.training import evaluate
     scores = evaluate(args.model, args.data, args.output, args.batch_size, args.strict, args.device)
-    print(format_report(scores))
+    print(format_report(scores) + format_span_analysis(scores))
 
 
 def cmd_predict(args) -> None:
@@ -185,10 +196,37 @@ def cmd_attention(args) -> None:
     out = Path(args.out)
     if not out.suffix:
         out = out.with_suffix(".png")  # the files are PNG whatever the name says
+    maps = []  # (file suffix, weights, title): one per layer, or one per head of a multi-head layer
     for layer in layers:
-        path = out if len(layers) == 1 else out.with_name(f"{out.stem}-layer{layer.layer}{out.suffix}")
-        plot_attention(pred.tokens, layer.attention, path, title=f"encoder layer {layer.layer}")
+        if layer.heads:
+            maps += [(f"-layer{layer.layer}-head{h + 1}", w, f"encoder layer {layer.layer}, head C{h + 1}")
+                     for h, w in enumerate(layer.heads)]
+        else:
+            maps.append((f"-layer{layer.layer}", layer.attention, f"encoder layer {layer.layer}"))
+    for suffix, weights, title in maps:
+        path = out if len(maps) == 1 else out.with_name(f"{out.stem}{suffix}{out.suffix}")
+        plot_attention(pred.tokens, weights, path, title=title)
         print(path)
+
+
+def cmd_analyze(args) -> None:
+    from dataclasses import asdict
+
+    from seqlab.analysis import analyze, format_analysis
+    from seqlab.data.corpus import read_file
+    from seqlab.tagger import Tagger
+    tagger = Tagger.load(args.model)
+    sentences = read_file(Path(args.data), tagger.config.data)
+    if not sentences or any(s.labels is None for s in sentences):
+        raise SeqlabError("the analyses need gold labels", path=args.data)
+    keep = [None, *args.keep]
+    if args.all_parts:
+        keep += [name for name in tagger.net.column_names() if name not in keep]
+    parts = analyze(tagger, sentences, keep, args.batch_size)
+    if args.json:
+        print(json.dumps([asdict(p) for p in parts], indent=2))
+    else:
+        print(format_analysis(parts), end="")
 
 
 def cmd_serve(args) -> None:
@@ -219,7 +257,7 @@ def cmd_demo(args) -> None:
 
 
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "score": cmd_score,
-            "info": cmd_info, "attention": cmd_attention, "serve": cmd_serve, "demo": cmd_demo}
+            "info": cmd_info, "analyze": cmd_analyze, "attention": cmd_attention, "serve": cmd_serve, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,14 +33,20 @@ def gather_steps(x: Tensor, index: Tensor) -> Tensor:
 
 
 class BiLSTM(nn.Module):
-    """``layers`` stacked bidirectional layers of ``hidden`` units per direction; dropout between layers."""
+    """``layers`` stacked bidirectional layers of ``hidden`` units per direction; dropout between layers.
+
+    ``cross=True`` feeds both directions' outputs to each direction of the next layer (the usual deep
+    BiLSTM; Li et al. 2019's cross-Bi-LSTM, Section 6.2). ``cross=False`` stacks each direction on its
+    own (their baseline, Section 3.2): the two meet only at the top."""
 
     def __init__(self, input_dim: int, hidden: int, layers: int = 1, dropout: float = 0.0,
-                 packed_inference: bool = False):
+                 packed_inference: bool = False, cross: bool = True):
         super().__init__()
+        assert cross or not packed_inference, "the packed copy is a cross (nn.LSTM bidirectional) stack"
         self.packed_inference = packed_inference
+        self.cross = cross
         self._bi_cache: tuple | None = None  # (weight versions, bidirectional copy) for packed inference
-        dims = [input_dim] + [2 * hidden] * (layers - 1)
+        dims = [input_dim] + [(2 if cross else 1) * hidden] * (layers - 1)
         self.fwd = nn.ModuleList(nn.LSTM(d, hidden, batch_first=True) for d in dims)
         self.bwd = nn.ModuleList(nn.LSTM(d, hidden, batch_first=True) for d in dims)
         self.dropout = nn.Dropout(dropout)
@@ -55,12 +61,14 @@ class BiLSTM(nn.Module):
             out = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]
             return out.chunk(2, dim=-1)  # (batch, seq_len, hidden) each; padding: zeros
         index = reversal_index(lengths, x.shape[1])  # (batch, seq_len)
-        out_f = out_b = x
+        x_f = x_b = x  # each direction's input to the current layer
         for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd)):
-            if layer:
-                x = self.dropout(torch.cat([out_f, out_b], dim=-1))
-            out_f, _ = fwd(x)
-            out_b, _ = bwd(gather_steps(x, index))
+            if layer and self.cross:
+                x_f = x_b = self.dropout(torch.cat([out_f, out_b], dim=-1))  # (batch, seq, 2 * hidden)
+            elif layer:
+                x_f, x_b = self.dropout(out_f), self.dropout(out_b)  # (batch, seq, hidden) each
+            out_f, _ = fwd(x_f)
+            out_b, _ = bwd(gather_steps(x_b, index))
             out_b = gather_steps(out_b, index)
         return out_f, out_b
 

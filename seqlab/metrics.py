@@ -46,12 +46,15 @@ class Scores:
     tokens: int
     per_type: dict[str, TypeScore] = field(default_factory=dict)
     kind: str = "spans"
+    untyped_f1: float = 0.0  # F1 of span boundaries, types ignored (FLAT paper, Section 4.5)
+    type_accuracy: float = 0.0  # % of boundary-correct predicted spans that also have the right type
 
     def headline(self) -> dict[str, float]:
         """The numbers worth logging: accuracy alone for plain labels, else F1, precision, recall, accuracy."""
         if self.kind == "tokens":
             return {"accuracy": self.accuracy}
-        return {"f1": self.f1, "precision": self.precision, "recall": self.recall, "accuracy": self.accuracy}
+        return {"f1": self.f1, "precision": self.precision, "recall": self.recall, "accuracy": self.accuracy,
+                "untyped_f1": self.untyped_f1, "type_accuracy": self.type_accuracy}
 
     @property
     def counts(self) -> dict[str, int]:
@@ -98,19 +101,23 @@ def span_f1(
     gold_counts: Counter[str] = Counter()
     pred_counts: Counter[str] = Counter()
     correct_counts: Counter[str] = Counter()
+    boundary_correct = 0  # predicted spans whose boundaries match a gold span, whatever the types
     for gold, pred in zip(gold_sequences, pred_sequences):
         gold_spans = get_spans(gold, scheme)
         pred_spans = get_spans(pred, scheme)
         gold_counts.update(t for t, _, _ in gold_spans)
         pred_counts.update(t for t, _, _ in pred_spans)
         correct_counts.update(t for t, _, _ in set(gold_spans) & set(pred_spans))
+        boundary_correct += len({(a, b) for _, a, b in gold_spans} & {(a, b) for _, a, b in pred_spans})
     per_type = {}
     for chunk_type in sorted(gold_counts.keys() | pred_counts.keys()):
         counts = (gold_counts[chunk_type], pred_counts[chunk_type], correct_counts[chunk_type])
         per_type[chunk_type] = TypeScore(*_prf(*counts), *counts)
     totals = (sum(gold_counts.values()), sum(pred_counts.values()), sum(correct_counts.values()))
     tokens = sum(len(gold) for gold in gold_sequences)
-    return Scores(*_prf(*totals), accuracy, *totals, tokens, per_type)
+    untyped_f1 = _prf(totals[0], totals[1], boundary_correct)[2]
+    type_accuracy = 100.0 * totals[2] / boundary_correct if boundary_correct else 0.0
+    return Scores(*_prf(*totals), accuracy, *totals, tokens, per_type, "spans", untyped_f1, type_accuracy)
 
 
 def format_report(scores: Scores) -> str:
@@ -133,6 +140,13 @@ def format_report(scores: Scores) -> str:
             f"FB1: {ts.f1:6.2f}  {ts.found_pred}"
         )
     return "\n".join(lines) + "\n"
+
+
+def format_span_analysis(scores: Scores) -> str:
+    """The line ``seqlab evaluate`` adds after conlleval's report: span-only F1 and type accuracy."""
+    if scores.kind == "tokens" or not scores.tokens:
+        return ""
+    return f"span-only FB1: {scores.untyped_f1:6.2f}; type accuracy: {scores.type_accuracy:6.2f}%\n"
 
 
 def score_file(path: PathLike, scheme: str = "BIO", encoding: str = "utf-8") -> Scores:

@@ -129,7 +129,9 @@ def migrate_v1(meta: dict, vocab: dict, weights: dict[str, torch.Tensor]) -> tup
     new_vocab = {"features": {name: states[name] for name in features}, "tags": vocab.get("tags")}
     renamed = {}
     for name, tensor in weights.items():
-        if name.startswith("embedder.char."):
+        if name.startswith("embedder.char."):  # CharCNN / CharLSTM moved under CharFeatures.encoder
             name = "embedder.char.encoder." + name[len("embedder.char."):]
+            name = name.replace(".encoder.embed.", ".encoder.chars.embed.")  # inside CharEmbedding
+            name = name.replace(".encoder.window.", ".encoder.windows.0.")  # one width of a CNN
         renamed[_V1_RENAMES.get(name, name)] = tensor
     return {**meta, "format_version": FORMAT_VERSION, "config": config}, new_vocab, renamed

@@ -33,7 +33,7 @@ def test_config_validates_and_builds(path):
 
 
 def test_overrides_are_typed(tmp_path):
-    path = CONFIGS[0]
+    path = next(p for p in CONFIGS if p.name == "chunking-bilstm-crf.yaml")
     config = load_config(path, ["train.lr=0.1", "model.encoders.0.hidden=64", "data.dev_from_train=5"])
     assert config.train.lr == 0.1 and config.model.encoders[0].hidden == 64 and config.data.dev_from_train == 5
 

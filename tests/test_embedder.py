@@ -25,7 +25,7 @@ def test_char_lstm_equals_packed_bidirectional_lstm():
     enc.lstm.copy_weights_into(oracle)
     lengths = [1, 5, 3, 7, 2]
     chars = _chars(lengths, 7)
-    packed = pack_padded_sequence(enc.embed(chars), torch.tensor(lengths), batch_first=True, enforce_sorted=False)
+    packed = pack_padded_sequence(enc.chars(chars), torch.tensor(lengths), batch_first=True, enforce_sorted=False)
     _, (h, _) = oracle(packed)  # (2, words, 4)
     assert torch.allclose(enc(chars), torch.cat([h[0], h[1]], dim=-1), atol=1e-6)
 

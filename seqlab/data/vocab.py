@@ -85,3 +85,20 @@ def casing_class(word: str) -> int:
     else:
         c = "other"
     return _CASING_INDEX[c]
+
+
+CHIU_NICHOLS_CLASSES = ("<pad>", "upper", "upper_initial", "lower", "mixed")
+
+
+def chiu_nichols_class(word: str) -> int:
+    """Index in :data:`CHIU_NICHOLS_CLASSES` of the word's capitalisation pattern (Chiu and Nichols; Li et
+    al. 2019, Section 3.1): all upper, upper-initial, lower, or mixed caps. A token with no cased letter
+    (a number, punctuation) has no capitals: "lower"."""
+    cased = [ch for ch in word if ch.isupper() or ch.islower()]
+    if not cased or all(ch.islower() for ch in cased):
+        return 3
+    if all(ch.isupper() for ch in cased):
+        return 1 if len(cased) > 1 else 2  # a single capital letter ("I", "A") is upper-initial
+    if cased[0].isupper() and all(ch.islower() for ch in cased[1:]):
+        return 2
+    return 4

@@ -8,7 +8,8 @@ that fails to import raises.
 
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.encoders.bilstm import BiLSTMConfig, BiLSTMEncoder
+from seqlab.encoders.attention import ParallelAttentionConfig, ParallelAttentionEncoder
 from seqlab.encoders.psa import PSAFusionConfig, PSAFusionEncoder, SANConfig
 
-__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "PSAFusionConfig",
-           "PSAFusionEncoder", "SANConfig"]
+__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "ParallelAttentionConfig",
+           "ParallelAttentionEncoder", "PSAFusionConfig", "PSAFusionEncoder", "SANConfig"]

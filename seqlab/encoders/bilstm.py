@@ -19,6 +19,10 @@ class BiLSTMConfig(EncoderConfig):
                                                          "Lample et al.")
     layers: int = Field(1, gt=0, le=16, description="one layer is the papers' setting")
     dropout: float = Field(0.5, ge=0.0, lt=1.0, description="on the output and between layers")
+    stacking: Literal["cross", "per_direction"] = Field(
+        "cross", description="cross: each layer reads both directions of the layer below (Li et al. 2019's "
+                             "cross-Bi-LSTM); per_direction: each direction stacked on its own, joined at the "
+                             "top (their Bi-LSTM-CNN baseline). Same with one layer")
 
     @field_validator("hidden")
     @classmethod
@@ -31,14 +35,14 @@ class BiLSTMConfig(EncoderConfig):
         return self.hidden
 
     def build(self, input_dim: int) -> "BiLSTMEncoder":
-        return BiLSTMEncoder(input_dim, self.hidden, self.layers, self.dropout)
+        return BiLSTMEncoder(input_dim, self.hidden, self.layers, self.dropout, self.stacking == "cross")
 
 
 class BiLSTMEncoder(Encoder):
-    def __init__(self, input_dim: int, hidden: int, layers: int = 1, dropout: float = 0.5):
+    def __init__(self, input_dim: int, hidden: int, layers: int = 1, dropout: float = 0.5, cross: bool = True):
         super().__init__()
         assert hidden % 2 == 0, hidden  # the config rejects odd sizes
-        self.lstm = BiLSTM(input_dim, hidden // 2, layers, dropout)
+        self.lstm = BiLSTM(input_dim, hidden // 2, layers, dropout, cross=cross)
         self.dropout = nn.Dropout(dropout)
         self.output_dim = hidden
         self.reset_parameters()

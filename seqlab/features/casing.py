@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
+import torch
 from pydantic import Field
 from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.data.vocab import CASING_CLASSES, casing_class
+from seqlab.data.vocab import CASING_CLASSES, CHIU_NICHOLS_CLASSES, casing_class, chiu_nichols_class
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer, pad_ids
 
@@ -19,18 +20,34 @@ from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featuri
 class CasingConfig(FeatureConfig):
     type: Literal["casing"] = "casing"
     dim: int = Field(8, gt=0, le=1024, description="a small embedding of the casing class")
+    classes: Literal["seqlab", "chiu_nichols"] = Field(
+        "seqlab", description="seqlab: 8 classes (lower, upper, title, mixed, numeric, has_digit, punct, other); "
+                              "chiu_nichols: 4 (upper, upper-initial, lower, mixed), as Li et al. 2019")
+    one_hot: bool = Field(False, description="a fixed one-hot vector per class instead of a trained "
+                                             "embedding (Li et al. 2019); dim is then the number of classes")
+
+    @property
+    def table(self) -> tuple[str, ...]:
+        return CASING_CLASSES if self.classes == "seqlab" else CHIU_NICHOLS_CLASSES
 
     def output_dim(self) -> int:
-        return self.dim
+        return len(self.table) - 1 if self.one_hot else self.dim
 
     def build(self, name: str) -> "CasingFeaturizer":
         return CasingFeaturizer(name, self)
 
 
 class CasingEmbedding(FeatureModule):
-    def __init__(self, num_classes: int, dim: int):
+    def __init__(self, num_classes: int, dim: int, one_hot: bool = False):
         super().__init__()
-        self.embed = nn.Embedding(num_classes, dim, padding_idx=0)
+        if one_hot:  # row c > 0 is the unit vector e_{c-1}; padding row 0 is zeros; never trained
+            dim = num_classes - 1
+            self.embed = nn.Embedding(num_classes, dim, padding_idx=0)
+            with torch.no_grad():
+                self.embed.weight.copy_(torch.cat([torch.zeros(1, dim), torch.eye(dim)]))
+            self.embed.weight.requires_grad_(False)
+        else:
+            self.embed = nn.Embedding(num_classes, dim, padding_idx=0)
         self.output_dim = dim
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
@@ -43,14 +60,15 @@ class CasingFeaturizer(Featurizer):
     def __init__(self, name: str, config: CasingConfig):
         super().__init__(name, config)
         self._cache: dict[str, int] = {}
+        self._classify = casing_class if config.classes == "seqlab" else chiu_nichols_class
 
     def state(self) -> dict:
-        return {"classes": list(CASING_CLASSES)}
+        return {"classes": list(self.config.table)}
 
     def load_state(self, state: Any, where: str) -> None:
-        if not isinstance(state, dict) or state.get("classes") != list(CASING_CLASSES):
+        if not isinstance(state, dict) or state.get("classes") != list(self.config.table):
             raise SeqlabError(f"{where}.classes: the model's casing classes differ from this seqlab's "
-                              f"({', '.join(CASING_CLASSES)})")
+                              f"({', '.join(self.config.table)})")
 
     def encode(self, sentence: Sentence) -> np.ndarray:
         cache = self._cache
@@ -58,7 +76,7 @@ class CasingFeaturizer(Featurizer):
         for k, token in enumerate(sentence.tokens):
             c = cache.get(token)
             if c is None:
-                c = casing_class(token)
+                c = self._classify(token)
                 if len(cache) < 1_000_000:
                     cache[token] = c
             out[k] = c
@@ -68,4 +86,4 @@ class CasingFeaturizer(Featurizer):
         return {"ids": pad_ids(items, seq_len)}  # (batch, seq_len), 0 = padding
 
     def module(self) -> CasingEmbedding:
-        return CasingEmbedding(len(CASING_CLASSES), self.config.dim)
+        return CasingEmbedding(len(self.config.table), self.config.dim, self.config.one_hot)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
 from seqlab.context import Context
@@ -29,8 +29,24 @@ class CharsConfig(FeatureConfig):
     encoder: Literal["cnn", "lstm"] = Field("cnn", description="Ma and Hovy's char CNN by default")
     dim: int = Field(30, gt=0, le=1024, description="30d character embeddings (Ma and Hovy; PSA paper)")
     hidden: int = Field(50, gt=0, le=4096, description="CNN filters, or BiLSTM total size (PSA paper: 100)")
-    kernel: int = Field(3, gt=0, le=15, description="CNN window of Ma and Hovy")
+    kernel: int | list[int] = Field(
+        3, description="CNN window of Ma and Hovy; a list (e.g. [1, 2, 3]) gives `hidden` filters per width, "
+                       "concatenated (Li et al. 2019: 20 per width 1-3)")
+    char_type: bool = Field(False, description="append a 4d one-hot character type (upper, lower, digit, "
+                                               "other) to each char embedding (Chiu and Nichols)")
     max_len: int = Field(30, gt=0, le=1000, description="longer tokens (URLs, numbers) are cut for the char encoder")
+
+    @field_validator("kernel")
+    @classmethod
+    def _widths(cls, v: int | list[int]) -> int | list[int]:
+        widths = [v] if isinstance(v, int) else v
+        if not widths or len(widths) > 8 or any(w < 1 or w > 15 for w in widths) or len(set(widths)) != len(widths):
+            raise ValueError("expected a width in 1..15 or a list of up to 8 distinct widths")
+        return v
+
+    @property
+    def kernels(self) -> list[int]:
+        return [self.kernel] if isinstance(self.kernel, int) else list(self.kernel)
 
     @model_validator(mode="after")
     def _even_lstm(self) -> "CharsConfig":
@@ -40,52 +56,89 @@ class CharsConfig(FeatureConfig):
         return self
 
     def output_dim(self) -> int:
-        return self.hidden
+        return self.hidden * len(self.kernels) if self.encoder == "cnn" else self.hidden
 
     def build(self, name: str) -> "CharsFeaturizer":
         return CharsFeaturizer(name, self)
 
 
-class CharCNN(nn.Module):
-    """Ma and Hovy (2016): char embeddings -> 1-d convolution -> masked max over characters.
+CHAR_TYPES = ("upper", "lower", "digit", "other")
 
-    The convolution is written as unfold + one matrix product: for these tiny inputs (a few hundred
+
+def char_type_table(itos: list[str]) -> Tensor:
+    """(num_chars, 4) one-hot character type of each vocabulary entry; zeros for padding."""
+    table = torch.zeros(len(itos), len(CHAR_TYPES))
+    for i, c in enumerate(itos):
+        if i == 0:
+            continue  # padding
+        kind = 3
+        if len(c) == 1:
+            kind = 0 if c.isupper() else 1 if c.islower() else 2 if c.isdigit() else 3
+        table[i, kind] = 1.0
+    return table
+
+
+class CharEmbedding(nn.Module):
+    """Trained char vectors, optionally followed by a fixed one-hot character type."""
+
+    def __init__(self, num_chars: int, dim: int, types: Tensor | None = None):
+        super().__init__()
+        self.embed = nn.Embedding(num_chars, dim, padding_idx=0)
+        # derived from the vocabulary, so not saved: persistent=False
+        self.register_buffer("types", types, persistent=False)
+        self.output_dim = dim + (0 if types is None else types.shape[1])
+
+    def forward(self, chars: Tensor) -> Tensor:
+        x = self.embed(chars)  # (words, chars, dim); padding characters are zero vectors
+        if self.types is not None:
+            x = torch.cat([x, self.types[chars]], dim=-1)  # (words, chars, dim + 4)
+        return x
+
+
+class CharCNN(nn.Module):
+    """Ma and Hovy (2016): char embeddings -> 1-d convolutions (one filter bank per width) -> masked max
+    over characters, concatenated over widths.
+
+    Each convolution is written as unfold + one matrix product: for these tiny inputs (a few hundred
     words of ~10 characters) that is several times faster on CPU than a conv1d call, forward and backward.
     """
 
-    def __init__(self, num_chars: int, dim: int, filters: int, kernel: int):
+    def __init__(self, num_chars: int, dim: int, filters: int, kernels: list[int] | int,
+                 types: Tensor | None = None):
         super().__init__()
-        self.embed = nn.Embedding(num_chars, dim, padding_idx=0)
-        self.kernel = kernel
-        self.window = nn.Linear(dim * kernel, filters)  # one filter bank over a (kernel x dim) window
-        self.output_dim = filters
+        self.chars = CharEmbedding(num_chars, dim, types)
+        self.kernels = [kernels] if isinstance(kernels, int) else list(kernels)
+        d = self.chars.output_dim
+        self.windows = nn.ModuleList(nn.Linear(d * k, filters) for k in self.kernels)  # (k x d) window -> filters
+        self.output_dim = filters * len(self.kernels)
 
     def forward(self, chars: Tensor) -> Tensor:
-        """chars (words, max_word_len) -> (words, filters)"""
-        char_mask = chars.ne(0)  # (words, chars)
-        x = self.embed(chars)  # (words, chars, dim); padding characters are zero vectors
-        left = self.kernel // 2
-        x = nn.functional.pad(x, (0, 0, left, self.kernel - 1 - left))  # (words, chars + kernel - 1, dim)
-        windows = x.unfold(1, self.kernel, 1)  # (words, chars, dim, kernel)
-        h = self.window(windows.flatten(2))  # (words, chars, filters)
-        h = h.masked_fill(~char_mask.unsqueeze(2), float("-inf"))
-        return h.max(dim=1).values
+        """chars (words, max_word_len) -> (words, filters * widths)"""
+        char_mask = chars.ne(0).unsqueeze(2)  # (words, chars, 1)
+        x = self.chars(chars)  # (words, chars, d)
+        out = []
+        for k, window in zip(self.kernels, self.windows):
+            left = k // 2
+            padded = nn.functional.pad(x, (0, 0, left, k - 1 - left))  # (words, chars + k - 1, d)
+            h = window(padded.unfold(1, k, 1).flatten(2))  # (words, chars, filters)
+            out.append(h.masked_fill(~char_mask, float("-inf")).max(dim=1).values)  # (words, filters)
+        return out[0] if len(out) == 1 else torch.cat(out, dim=-1)
 
 
 class CharLSTM(nn.Module):
     """Lample et al. (2016): char BiLSTM; the word is the concatenation of the two final states
     (the forward state after the last character, the backward state after the first)."""
 
-    def __init__(self, num_chars: int, dim: int, hidden: int):
+    def __init__(self, num_chars: int, dim: int, hidden: int, types: Tensor | None = None):
         super().__init__()
-        self.embed = nn.Embedding(num_chars, dim, padding_idx=0)
-        self.lstm = BiLSTM(dim, hidden // 2, packed_inference=True)  # ragged rows: pack when not training
+        self.chars = CharEmbedding(num_chars, dim, types)
+        self.lstm = BiLSTM(self.chars.output_dim, hidden // 2, packed_inference=True)  # pack when not training
         self.output_dim = 2 * (hidden // 2)
 
     def forward(self, chars: Tensor) -> Tensor:
         """chars (words, max_word_len), right-padded with 0 -> (words, hidden)"""
         lengths = chars.ne(0).sum(1).clamp(min=1)  # (words,)
-        out_f, out_b = self.lstm.directions(self.embed(chars), lengths)  # (words, len, hidden/2) each
+        out_f, out_b = self.lstm.directions(self.chars(chars), lengths)  # (words, len, hidden/2) each
         last = out_f.gather(1, (lengths - 1)[:, None, None].expand(-1, 1, out_f.shape[2])).squeeze(1)
         return torch.cat([last, out_b[:, 0]], dim=-1)  # (words, hidden)
 
@@ -158,6 +211,7 @@ class CharsFeaturizer(Featurizer):
 
     def module(self) -> CharFeatures:
         c = self.config
+        types = char_type_table(self.vocab.itos) if c.char_type else None
         if c.encoder == "cnn":
-            return CharFeatures(CharCNN(len(self.vocab), c.dim, c.hidden, c.kernel))
-        return CharFeatures(CharLSTM(len(self.vocab), c.dim, c.hidden))
+            return CharFeatures(CharCNN(len(self.vocab), c.dim, c.hidden, c.kernels, types))
+        return CharFeatures(CharLSTM(len(self.vocab), c.dim, c.hidden, types))
