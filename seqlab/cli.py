@@ -32,6 +32,16 @@ def _seeds(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from None
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="seqlab", description="Neural sequence labeling.")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
@@ -55,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse gold labels unseen in training (by default they are scored as misses, as "
                         "conlleval does, with a warning)")
     e.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    e.add_argument("--beam", type=_positive, help="beam size of a beam-search decoder (1 = greedy)")
 
     r = sub.add_parser("predict", help="tag raw text or a CoNLL file")
     r.add_argument("model")
@@ -65,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--explain", action="store_true", help="attention weights and fusion gates (jsonl)")
     r.add_argument("--batch-size", type=int)
     r.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    r.add_argument("--beam", type=_positive, help="beam size of a beam-search decoder (1 = greedy)")
 
     s = sub.add_parser("score", help="conlleval replacement: last two columns are gold and predicted tags")
     s.add_argument("file")
@@ -129,7 +141,7 @@ def _headline(scores: dict | None) -> dict | None:
 def cmd_evaluate(args) -> None:
     from seqlab.metrics import format_report, format_span_analysis
     from seqlab.training import evaluate
-    scores = evaluate(args.model, args.data, args.output, args.batch_size, args.strict, args.device)
+    scores = evaluate(args.model, args.data, args.output, args.batch_size, args.strict, args.device, args.beam)
     print(format_report(scores) + format_span_analysis(scores))
 
 
@@ -137,6 +149,8 @@ def cmd_predict(args) -> None:
     from seqlab.data.readers import read_conll, read_raw, write_conll
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device)
+    if args.beam:
+        tagger.set_beam(args.beam)
     if args.file == "-":
         lines = sys.stdin.read().splitlines()
         source = "<stdin>"

@@ -87,13 +87,15 @@ class ModelConfig(LayerConfig):
             dim = self.embedder.output_dim()
             if dim <= 0:
                 raise ConfigCheckError("embedder.features", "the features give no vector to the encoders")
+            published: dict[str, int] = {}
             for i, layer in enumerate(self.encoders):
                 try:
+                    published.update(layer.published_sizes(dim))
                     dim = layer.output_dim(dim)
                 except ConfigCheckError as err:
                     raise err.within(f"encoders.{i}") from None
             try:
-                self.decoder.check(dim)
+                self.decoder.check(dim, published)
             except ConfigCheckError as err:
                 raise err.within("decoder") from None
         except ConfigCheckError as err:

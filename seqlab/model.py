@@ -41,13 +41,14 @@ class TaggerNet(nn.Module):
         super().__init__()
         self.embedder = Embedder({name: f.module() for name, f in featurizers.items()},
                                  config.embedder.dropout)
-        layers, dim = [], self.embedder.output_dim
+        layers, dim, published = [], self.embedder.output_dim, {}
         for layer_config in config.encoders:
+            published.update(layer_config.published_sizes(dim))
             layer = layer_config.build(dim)
             layers.append(layer)
             dim = layer.output_dim
         self.encoders = nn.ModuleList(layers)
-        self.decoder = config.decoder.build(dim, tags)
+        self.decoder = config.decoder.build(dim, tags, published)
 
     def column_names(self) -> dict[str, int]:
         """Named column ranges of the encoder outputs that ``ablate`` can zero: name -> layer index."""

@@ -44,3 +44,15 @@ def test_psa_ablations_change_only_the_stack():
         other = load_config(path).model_dump()
         assert other["data"] == base["data"] and other["train"] == base["train"], path.name
         assert other["model"]["embedder"] == base["model"]["embedder"], path.name
+
+
+@pytest.mark.parametrize("corpus", ["ner-conll2003", "chunking"])
+def test_gcdt_baselines_change_only_the_model(corpus):
+    root = Path(CONFIGS[0]).parent
+    base = load_config(root / f"{corpus}-gcdt.yaml").model_dump()
+    variants = sorted((root / "gcdt").glob(f"{corpus}-*.yaml"))
+    assert len(variants) == 12
+    for path in variants:
+        other = load_config(path).model_dump()
+        assert other["data"] == base["data"] and other["train"] == base["train"], path.name
+        assert other["model"] != base["model"], path.name

@@ -33,7 +33,7 @@ def _softmax_brute(logp: torch.Tensor, n: int) -> list[tuple[list[int], float]]:
 @pytest.mark.parametrize("seed", range(3))
 def test_softmax_nbest_is_exact(seed):
     torch.manual_seed(seed)
-    dec = SoftmaxDecoderConfig().build(6, TAGS)
+    dec = SoftmaxDecoderConfig().build(6, TAGS, {})
     features, mask, ctx = _inputs(seed)
     paths = dec.nbest(features, mask, ctx, 7)
     decoded = dec.decode(features, mask, ctx)
@@ -48,7 +48,7 @@ def test_softmax_nbest_is_exact(seed):
 
 def test_crf_decode_score_is_the_path_score_and_nbest_head():
     torch.manual_seed(0)
-    dec = CRFDecoderConfig().build(6, TAGS)
+    dec = CRFDecoderConfig().build(6, TAGS, {})
     features, mask, ctx = _inputs(0)
     decoded = dec.decode(features, mask, ctx)
     emissions = dec.proj(features)
@@ -62,7 +62,7 @@ def test_crf_decode_score_is_the_path_score_and_nbest_head():
 def test_default_nbest_gives_one_path_or_refuses():
     class OneBest(Decoder):
         def decode(self, features, mask, ctx):
-            return SoftmaxDecoderConfig().build(6, TAGS).decode(features, mask, ctx)
+            return SoftmaxDecoderConfig().build(6, TAGS, {}).decode(features, mask, ctx)
 
     features, mask, ctx = _inputs(1)
     assert [len(p) for p in OneBest().nbest(features, mask, ctx, 1)] == [1, 1, 1]
@@ -74,5 +74,5 @@ def test_registry_builds_decoders_from_mappings():
     assert {"crf", "softmax"} <= set(DECODERS.names())
     cfg = DECODERS.validate({"type": "crf", "constrained": False})
     assert isinstance(cfg, CRFDecoderConfig) and not cfg.constrained
-    assert not cfg.build(6, TAGS).crf.transition_penalty.any()
-    assert CRFDecoderConfig().build(6, TAGS).crf.transition_penalty.any()  # BIOES constraints
+    assert not cfg.build(6, TAGS, {}).crf.transition_penalty.any()
+    assert CRFDecoderConfig().build(6, TAGS, {}).crf.transition_penalty.any()  # BIOES constraints

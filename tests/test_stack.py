@@ -85,6 +85,9 @@ class ToyMeanConfig(EncoderConfig):
     def output_dim(self, input_dim: int) -> int:
         return 2 * self.size
 
+    def published_sizes(self, input_dim: int) -> dict[str, int]:
+        return {"sentence_mean": self.size}
+
     def build(self, input_dim: int) -> "ToyMeanEncoder":
         return ToyMeanEncoder(input_dim, self.size)
 
@@ -109,7 +112,7 @@ class ToyMeanEncoder(Encoder):
 class ToyDecoderConfig(DecoderConfig):
     type: Literal["toy_softmax"] = "toy_softmax"
 
-    def build(self, input_dim: int, tags: TagSet) -> "ToyDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "ToyDecoder":
         return ToyDecoder(input_dim, len(tags))
 
 

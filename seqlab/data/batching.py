@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -53,11 +53,10 @@ class Batch:
         return Batch(move(self.mask), move(self.lengths), move(self.tags), self.index, feats)
 
 
-class Collator:
+class Collator(Protocol):
     """What collation needs of a featurizer (see :class:`seqlab.features.base.Featurizer`)."""
 
-    def collate(self, items: list[Any], seq_len: int) -> dict[str, torch.Tensor]:  # pragma: no cover
-        raise NotImplementedError
+    def collate(self, items: list[Any], seq_len: int) -> dict[str, torch.Tensor]: ...
 
 
 def collate(items: list[Encoded], index: list[int], featurizers: Mapping[str, Collator]) -> Batch:

@@ -2,7 +2,8 @@
 
 from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, NoExactNBest, TagSet
 from seqlab.decoders.crf import CRFDecoder, CRFDecoderConfig
+from seqlab.decoders.gcdt import LabelDTConfig, LabelDTDecoder
 from seqlab.decoders.softmax import SoftmaxDecoder, SoftmaxDecoderConfig
 
 __all__ = ["DECODERS", "Decoded", "Decoder", "DecoderConfig", "NoExactNBest", "TagSet", "CRFDecoder",
-           "CRFDecoderConfig", "SoftmaxDecoder", "SoftmaxDecoderConfig"]
+           "CRFDecoderConfig", "LabelDTConfig", "LabelDTDecoder", "SoftmaxDecoder", "SoftmaxDecoderConfig"]

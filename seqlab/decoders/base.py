@@ -60,10 +60,11 @@ class NoExactNBest(SeqlabError):
 class DecoderConfig(LayerConfig):
     """Base of decoder configs: a ``type`` literal, ``check`` and ``build``."""
 
-    def check(self, input_dim: int) -> None:
-        """Raise :class:`~seqlab.registry.ConfigCheckError` if the decoder cannot take this input size."""
+    def check(self, input_dim: int, published: dict[str, int]) -> None:
+        """Raise :class:`~seqlab.registry.ConfigCheckError` if the decoder cannot take this input size, or
+        needs a tensor the encoder layers do not publish (``published``: name -> last dimension)."""
 
-    def build(self, input_dim: int, tags: TagSet) -> "Decoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "Decoder":
         raise NotImplementedError
 
 

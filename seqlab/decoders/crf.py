@@ -17,7 +17,7 @@ class CRFDecoderConfig(DecoderConfig):
     type: Literal["crf"] = "crf"
     constrained: bool = Field(True, description="forbid transitions invalid in the training scheme")
 
-    def build(self, input_dim: int, tags: TagSet) -> "CRFDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "CRFDecoder":
         constraints = tags.constraints() if self.constrained else None
         return CRFDecoder(input_dim, len(tags), *(constraints or ()))
 

@@ -16,7 +16,7 @@ from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagS
 class SoftmaxDecoderConfig(DecoderConfig):
     type: Literal["softmax"] = "softmax"
 
-    def build(self, input_dim: int, tags: TagSet) -> "SoftmaxDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "SoftmaxDecoder":
         return SoftmaxDecoder(input_dim, len(tags))
 
 

@@ -10,6 +10,8 @@ from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.encoders.bilstm import BiLSTMConfig, BiLSTMEncoder
 from seqlab.encoders.attention import ParallelAttentionConfig, ParallelAttentionEncoder
 from seqlab.encoders.psa import PSAFusionConfig, PSAFusionEncoder, SANConfig
+from seqlab.encoders.gcdt import DTConfig, DTEncoder, GlobalContextConfig, GlobalContextEncoder
 
-__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "ParallelAttentionConfig",
+__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "DTConfig", "DTEncoder",
+           "GlobalContextConfig", "GlobalContextEncoder", "ParallelAttentionConfig",
            "ParallelAttentionEncoder", "PSAFusionConfig", "PSAFusionEncoder", "SANConfig"]

@@ -20,6 +20,11 @@ class EncoderConfig(LayerConfig):
     def output_dim(self, input_dim: int) -> int:
         raise NotImplementedError
 
+    def published_sizes(self, input_dim: int) -> dict[str, int]:
+        """Name -> last dimension of the tensors the layer publishes that a decoder may be built on
+        (a global vector); what is only for analysis (attention maps) need not be listed."""
+        return {}
+
     def build(self, input_dim: int) -> "Encoder":
         raise NotImplementedError
 

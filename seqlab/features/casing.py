@@ -51,7 +51,7 @@ class CasingEmbedding(FeatureModule):
         self.output_dim = dim
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
-        return self.embed(inputs["ids"])  # (batch, seq, dim)
+        return nn.functional.embedding(inputs["ids"], self.embed.weight, 0)  # (batch, seq, dim)
 
 
 class CasingFeaturizer(Featurizer):

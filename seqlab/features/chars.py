@@ -89,7 +89,7 @@ class CharEmbedding(nn.Module):
         self.output_dim = dim + (0 if types is None else types.shape[1])
 
     def forward(self, chars: Tensor) -> Tensor:
-        x = self.embed(chars)  # (words, chars, dim); padding characters are zero vectors
+        x = nn.functional.embedding(chars, self.embed.weight, 0)  # (words, chars, dim); padding: zeros
         if self.types is not None:
             x = torch.cat([x, self.types[chars]], dim=-1)  # (words, chars, dim + 4)
         return x

@@ -47,7 +47,8 @@ class WordEmbedding(FeatureModule):
         self.output_dim = dim
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
-        return self.embed(inputs["ids"])  # (batch, seq, dim); padding rows are zero
+        # the functional call skips a module call (hooks, dispatch): it counts at batch 1
+        return nn.functional.embedding(inputs["ids"], self.embed.weight, 0)  # (batch, seq, dim); padding: 0
 
 
 class WordsFeaturizer(Featurizer):
