@@ -30,7 +30,7 @@ class Embedder(nn.Module):
     def forward(self, ctx: Context) -> Tensor:
         parts = []
         for name in self.names:
-            out = getattr(self, name)(ctx.inputs[name], ctx)  # (batch, seq, dim) or None (publishes only)
+            out = self._modules[name](ctx.inputs[name], ctx)  # (batch, seq, dim) or None (publishes only)
             if out is not None:
                 parts.append(out)
         x = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)  # (batch, seq, output_dim)

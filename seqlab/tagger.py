@@ -144,13 +144,10 @@ class Tagger:
         """Each sentence through every featurizer (and its gold tags to ids when ``with_tags``)."""
         out = []
         feats = list(self.featurizers.items())
+        sized = [(name, f) for name, f in feats if type(f).size is not Featurizer.size]  # report a length
         for s in sentences:
             arrays = {name: f.encode(s) for name, f in feats}
-            sizes = {}
-            for name, f in feats:
-                n = f.size(arrays[name])
-                if n is not None:
-                    sizes[name] = n
+            sizes = {name: f.size(arrays[name]) for name, f in sized}
             out.append(Encoded(len(s.tokens), arrays, self._tag_ids(s) if with_tags else None, sizes))
         return out
 

@@ -84,7 +84,7 @@ def make_batches(items: list[Encoded], featurizers: Mapping[str, Collator], batc
     if shuffle:
         assert rng is not None
         rng.shuffle(order)  # random order among equal lengths
-    sizes = [e.size(length) for e in items]
+    sizes = [e.length for e in items] if length == TOKENS else [e.sizes[length] for e in items]
     order.sort(key=sizes.__getitem__)
     groups: list[list[int]] = []
     cur: list[int] = []

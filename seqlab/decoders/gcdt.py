@@ -29,7 +29,7 @@ from seqlab.registry import ConfigCheckError
 
 
 @DECODERS.register
-class LabelDTConfig(DTOptions):
+class LabelDTConfig(DecoderConfig, DTOptions):
     type: Literal["label_dt"] = "label_dt"
     hidden: int = Field(256, gt=0, le=16384, description="decoder state size, 256 in the paper")
     label_dim: int = Field(64, gt=0, le=4096, description="size of the label embeddings y_{t-1}")

@@ -48,7 +48,7 @@ def _even(v: int) -> int:
 
 
 @ENCODERS.register
-class DTConfig(DTOptions):
+class DTConfig(EncoderConfig, DTOptions):
     type: Literal["dt"] = "dt"
     hidden: int = Field(512, gt=0, le=16384, description="output size, both directions together: the paper's "
                                                          "sequence labeling encoder has 256 per direction")
@@ -90,7 +90,7 @@ class DTEncoder(Encoder):
 
 
 @ENCODERS.register
-class GlobalContextConfig(DTOptions):
+class GlobalContextConfig(EncoderConfig, DTOptions):
     type: Literal["global_context"] = "global_context"
     hidden: int = Field(256, gt=0, le=16384, description="size of g: the paper's global encoder has 128 per "
                                                          "direction")

@@ -91,7 +91,11 @@ def string_list(state: Any, key: str, where: str, min_len: int = 0) -> list[str]
 
 def pad_ids(arrays: list[np.ndarray], seq_len: int) -> Tensor:
     """Right-pad 1-d int arrays with 0 into a (batch, seq_len) long tensor."""
+    if len(arrays) == 1:
+        out = np.zeros((1, seq_len), dtype=np.int64)
+        out[0, : len(arrays[0])] = arrays[0]
+        return torch.from_numpy(out)
+    lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
     out = np.zeros((len(arrays), seq_len), dtype=np.int64)
-    for i, a in enumerate(arrays):
-        out[i, : len(a)] = a
+    out[np.arange(seq_len)[None, :] < lengths[:, None]] = np.concatenate(arrays)  # row-major = sentence order
     return torch.from_numpy(out)

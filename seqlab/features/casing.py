@@ -71,16 +71,15 @@ class CasingFeaturizer(Featurizer):
                               f"({', '.join(self.config.table)})")
 
     def encode(self, sentence: Sentence) -> np.ndarray:
-        cache = self._cache
-        out = np.empty(len(sentence.tokens), dtype=np.int64)  # (seq_len,)
-        for k, token in enumerate(sentence.tokens):
-            c = cache.get(token)
-            if c is None:
-                c = self._classify(token)
-                if len(cache) < 1_000_000:
-                    cache[token] = c
-            out[k] = c
-        return out
+        get = self._cache.get
+        out = [get(t) for t in sentence.tokens]
+        if None in out:
+            for k, token in enumerate(sentence.tokens):
+                if out[k] is None:
+                    out[k] = self._classify(token)
+                    if len(self._cache) < 1_000_000:
+                        self._cache[token] = out[k]
+        return np.array(out, dtype=np.int64)  # (seq_len,)
 
     def collate(self, items: list[np.ndarray], seq_len: int) -> dict[str, Tensor]:
         return {"ids": pad_ids(items, seq_len)}  # (batch, seq_len), 0 = padding

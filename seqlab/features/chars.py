@@ -187,7 +187,11 @@ class CharsFeaturizer(Featurizer):
         return hit
 
     def encode(self, sentence: Sentence) -> list[np.ndarray]:
-        return [self._token(t) for t in sentence.tokens]
+        cache = self._cache
+        try:
+            return [cache[t] for t in sentence.tokens]  # the usual case: every token seen before
+        except KeyError:
+            return [self._token(t) for t in sentence.tokens]
 
     def collate(self, items: list[list[np.ndarray]], seq_len: int) -> dict[str, Tensor]:
         """Equal tokens share one char array (memoised), so each distinct token is stored once."""

@@ -95,16 +95,15 @@ class WordsFeaturizer(Featurizer):
         self._cache.clear()
 
     def encode(self, sentence: Sentence) -> np.ndarray:
-        ids = np.empty(len(sentence.tokens), dtype=np.int64)  # (seq_len,)
-        cache = self._cache
-        for k, token in enumerate(sentence.tokens):
-            i = cache.get(token)
-            if i is None:
-                i = self.vocab.index(self._norm(token))
-                if len(cache) < 1_000_000:
-                    cache[token] = i
-            ids[k] = i
-        return ids
+        get = self._cache.get
+        ids = [get(t) for t in sentence.tokens]  # memoised: tokens repeat a lot
+        if None in ids:
+            for k, token in enumerate(sentence.tokens):
+                if ids[k] is None:
+                    ids[k] = self.vocab.index(self._norm(token))
+                    if len(self._cache) < 1_000_000:
+                        self._cache[token] = ids[k]
+        return np.array(ids, dtype=np.int64)  # (seq_len,)
 
     def collate(self, items: list[np.ndarray], seq_len: int) -> dict[str, Tensor]:
         return {"ids": pad_ids(items, seq_len)}  # (batch, seq_len)
