@@ -23,6 +23,8 @@ def test_configs_exist():
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_config_validates_and_builds(path):
     config = load_config(path)
+    if any(f.type == "contextual" for f in config.model.embedder.features.values()):
+        pytest.importorskip("transformers", reason="contextual features need the extra seqlab[transformers]")
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():  # vocabularies from two sentences, no pre-trained vectors to read
         if hasattr(f, "vocab"):

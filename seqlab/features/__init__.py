@@ -4,7 +4,8 @@ module. The built-in families register themselves on import; see :mod:`seqlab.fe
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer
 from seqlab.features.casing import CasingConfig
 from seqlab.features.chars import CharCNN, CharLSTM, CharsConfig
+from seqlab.features.contextual import ContextualConfig
 from seqlab.features.words import WordsConfig
 
-__all__ = ["FEATURES", "FeatureConfig", "FeatureModule", "Featurizer", "CasingConfig", "CharsConfig",
+__all__ = ["FEATURES", "FeatureConfig", "FeatureModule", "Featurizer", "CasingConfig", "CharsConfig", "ContextualConfig",
            "WordsConfig", "CharCNN", "CharLSTM"]

