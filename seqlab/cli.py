@@ -42,6 +42,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 1-65535, got '{text}'")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="seqlab", description="Neural sequence labeling.")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
@@ -103,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("serve", help="HTTP JSON API (POST /predict)")
     v.add_argument("model")
     v.add_argument("--host", default="127.0.0.1")
-    v.add_argument("--port", type=int, default=8000)
+    v.add_argument("--port", type=_port, default=8000)
 
     d = sub.add_parser("demo", help="train, evaluate and use a chunker on the bundled CoNLL-2000 sample")
     d.add_argument("--out", default="runs/demo")
@@ -163,6 +170,8 @@ def cmd_predict(args) -> None:
         except UnicodeDecodeError as err:
             line = path.read_bytes()[: err.start].count(b"\n") + 1
             raise SeqlabError("not UTF-8 text", path=path, line=line) from None
+        except OSError as err:
+            raise SeqlabError(f"cannot read: {err.strerror}", path=path) from None
         source = str(path)
     fmt = args.input_format
     if fmt == "auto":

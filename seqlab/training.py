@@ -102,6 +102,12 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
           progress: bool = True) -> TrainResult:
     """Train one model; early stopping on the dev metric; the best model is saved to ``out_dir/model``."""
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SeqlabError("--out names a file; training writes a folder there", path=out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SeqlabError(f"cannot create the output folder: {err.strerror}", path=out) from None
     cfg = config.train
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

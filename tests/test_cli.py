@@ -148,3 +148,24 @@ def test_empty_sentences_are_skipped(model_dir, tmp_path):
     proc = run("evaluate", model, f)
     assert proc.returncode == 0, proc.stderr
     assert "processed 2 tokens" in proc.stdout
+
+
+def test_output_paths_are_checked(model_dir, tmp_path):
+    model, data = model_dir
+    assert_user_error(run("evaluate", model, data, "--output", tmp_path / "missing" / "p.txt"), "no such folder")
+    (tmp_path / "adir").mkdir()
+    assert_user_error(run("evaluate", model, data, "--output", tmp_path / "adir"), "is a folder")
+    proc = run("evaluate", model, data, "--output", tmp_path / "p.txt")
+    assert proc.returncode == 0 and (tmp_path / "p.txt").read_text().startswith("Confidence")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # written through a temp file
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(tiny_config(data).model_dump(mode="json")))
+    assert_user_error(run("train", cfg, "--out", afile), "afile", "names a file")
+    locked = tmp_path / "locked.txt"
+    locked.write_text("Confidence\n")
+    locked.chmod(0)
+    if os.access(locked, os.R_OK):  # root reads anything: nothing to test
+        return
+    assert_user_error(run("predict", model, locked), "locked.txt", "cannot read")

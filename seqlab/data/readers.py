@@ -14,6 +14,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import IO
 
 from seqlab.data.sentence import Sentence
@@ -201,7 +202,20 @@ def write_conll(sentences: Sequence[Sentence], predictions: Sequence[Sequence[st
         raise ValueError(f"{len(sentences)} sentences but {len(predictions)} predictions")
     text = "".join("\n".join(_conll_lines(s, p)) + "\n\n" for s, p in zip(sentences, predictions))
     if isinstance(path_or_file, (str, os.PathLike)):
-        with open(path_or_file, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        write_output(path_or_file, text)
     else:
         path_or_file.write(text)
+
+
+def write_output(path: PathLike, text: str) -> None:
+    """Write a user-named output file atomically (temp file + rename); a bad destination is a one-line error."""
+    from seqlab.io import atomic_write_text
+    path = Path(path)
+    if path.is_dir():
+        raise SeqlabError("is a folder, not a file to write", path=path)
+    if not path.parent.is_dir():
+        raise SeqlabError(f"cannot write: no such folder {path.parent}", path=path)
+    try:
+        atomic_write_text(path, text)
+    except OSError as err:
+        raise SeqlabError(f"cannot write: {err.strerror}", path=path) from None
