@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from seqlab.errors import SeqlabError
 from seqlab.io import atomic_write_dir
 
 
@@ -52,16 +53,42 @@ def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, traine
         for name, data in tagger._files().items():
             (tmp / name).write_bytes(data)
         save_file(tensors, str(tmp / "trainer.safetensors"))
-        (tmp / "trainer.json").write_text(json.dumps({"trainer": trainer_state, "optimizer": opt_meta}, indent=1))
+        meta = {"trainer": trainer_state, "optimizer": opt_meta, "optimizer_type": type(optimizer).__name__}
+        (tmp / "trainer.json").write_text(json.dumps(meta, indent=1))
     atomic_write_dir(path, fill)
 
 
 def load_checkpoint(path: Path) -> tuple[dict, dict, torch.Tensor, dict[str, torch.Tensor]]:
-    """(optimizer state dict, trainer state, torch RNG state, extra tensors) from a checkpoint folder."""
-    tensors = load_file(str(path / "trainer.safetensors"))
-    meta = json.loads((path / "trainer.json").read_text())
+    """(optimizer state dict, trainer state, torch RNG state, extra tensors) from a checkpoint folder.
+    Everything read is checked; a defect is a one-line :class:`SeqlabError` naming the file."""
+    try:
+        tensors = load_file(str(path / "trainer.safetensors"))
+    except FileNotFoundError:
+        raise SeqlabError("checkpoint has no trainer.safetensors", path=path) from None
+    except Exception as err:  # safetensors raises its own error types
+        raise SeqlabError(f"trainer.safetensors: corrupt: {str(err).splitlines()[0]}", path=path) from None
+    try:
+        meta = json.loads((path / "trainer.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise SeqlabError(f"trainer.json: unreadable or corrupt: {err}", path=path) from None
+    trainer = meta.get("trainer") if isinstance(meta, dict) else None
+    opt = meta.get("optimizer") if isinstance(meta, dict) else None
+    ok = (isinstance(trainer, dict) and isinstance(opt, dict)
+          and isinstance(trainer.get("epoch"), int) and trainer["epoch"] >= 0
+          and isinstance(trainer.get("best_epoch"), int) and isinstance(trainer.get("bad_epochs"), int)
+          and isinstance(trainer.get("best"), (int, float)) and isinstance(trainer.get("history"), list)
+          and isinstance(opt.get("param_groups"), list) and isinstance(opt.get("scalars"), dict))
+    if not ok:
+        raise SeqlabError("trainer.json: expected {trainer: {epoch, best, best_epoch, bad_epochs, history}, "
+                          "optimizer: {param_groups, scalars}}", path=path)
+    if "rng.torch" not in tensors or tensors["rng.torch"].dtype != torch.uint8:
+        raise SeqlabError("trainer.safetensors: no torch RNG state", path=path)
 
     def prefixed(prefix: str) -> dict[str, torch.Tensor]:
         return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-    return (optimizer_from_files(prefixed("optimizer."), meta["optimizer"]), meta["trainer"], tensors["rng.torch"],
-            prefixed("extra."))
+    try:
+        opt_state = optimizer_from_files(prefixed("optimizer."), opt)
+    except (ValueError, AttributeError, TypeError) as err:
+        raise SeqlabError(f"trainer.safetensors: bad optimiser state: {err}", path=path) from None
+    trainer = {**trainer, "optimizer_type": meta.get("optimizer_type")}  # None in checkpoints before 2026-11-23
+    return opt_state, trainer, tensors["rng.torch"], prefixed("extra.")

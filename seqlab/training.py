@@ -119,12 +119,29 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     extra: dict[str, torch.Tensor] = {}  # tensors the checkpoint holds besides model and optimiser
     if resume and (ckpt_dir / "trainer.json").is_file():
         tagger = Tagger.load(ckpt_dir, device)
+        if tagger.config.model != config.model or tagger.config.data != config.data:
+            section = "model" if tagger.config.model != config.model else "data"
+            raise SeqlabError(f"--resume: the config's {section} section differs from the checkpoint's; a run "
+                              f"resumes with the {section} it started with (change only train.* keys)", path=ckpt_dir)
         opt_state, state, rng, extra = load_checkpoint(ckpt_dir)
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
-        optimizer.load_state_dict(opt_state)
+        trained_with = state.pop("optimizer_type", None)
+        if trained_with not in (None, type(optimizer).__name__):
+            raise SeqlabError(f"--resume: the checkpoint was trained with {trained_with}, the config asks for "
+                              f"train.optimizer={cfg.optimizer}; resume with the optimiser it was trained with",
+                              path=ckpt_dir)
+        try:
+            optimizer.load_state_dict(opt_state)
+        except (ValueError, KeyError, RuntimeError) as err:
+            raise SeqlabError(f"--resume: the checkpoint's optimiser state does not fit train.optimizer="
+                              f"{cfg.optimizer} ({err}); resume with the optimiser it was trained with",
+                              path=ckpt_dir) from None
         torch.set_rng_state(rng)
         log.info("resuming from %s after epoch %d", ckpt_dir, state["epoch"])
     else:
+        if resume and (out / "log.jsonl").exists():
+            raise SeqlabError(f"--resume: no checkpoint in {ckpt_dir}, but log.jsonl records a run: refusing to "
+                              f"start it over (train without --resume, or into a new --out)", path=out)
         if resume:
             log.warning("no checkpoint in %s: starting from scratch", ckpt_dir)
         if out.exists() and (out / "log.jsonl").exists():

@@ -133,3 +133,38 @@ def test_resume_with_weight_average_gives_the_same_run(tiny_corpus, tmp_path):
     lr = [json.loads(x)["dev"]["f1"] for x in (tmp_path / "part" / "log.jsonl").read_text().splitlines()]
     assert lr == pytest.approx(lf, abs=1e-6)
     assert resumed.dev["f1"] == pytest.approx(full.dev["f1"])
+
+
+def test_resume_refuses_what_it_cannot_continue(tiny_corpus, tmp_path):
+    """A changed model section, another optimiser, a damaged checkpoint, or a run whose checkpoint is gone:
+    one-line errors, and the finished epochs stay on disk."""
+    import shutil
+
+    from seqlab.config import config_from_dict
+    from seqlab.errors import SeqlabError
+    run_dir = tmp_path / "run"
+    train(_short(tiny_corpus, 1, optimizer="sgd", lr=0.05), run_dir, progress=False)
+    log_before = (run_dir / "log.jsonl").read_text()
+    raw = _short(tiny_corpus, 2, optimizer="sgd", lr=0.05).model_dump(mode="json")
+    raw["model"]["encoders"][0]["hidden"] = 64
+    with pytest.raises(SeqlabError, match="model section differs"):
+        train(config_from_dict(raw), run_dir, resume=True, progress=False)
+    with pytest.raises(SeqlabError, match="trained with SGD.*train.optimizer=adam"):
+        train(_short(tiny_corpus, 2, optimizer="adam"), run_dir, resume=True, progress=False)
+    ckpt = run_dir / "checkpoint"
+    backup = tmp_path / "ckpt-backup"
+    shutil.copytree(ckpt, backup)
+    (ckpt / "trainer.json").write_text("{not json")
+    with pytest.raises(SeqlabError, match="trainer.json: unreadable or corrupt"):
+        train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), run_dir, resume=True, progress=False)
+    (ckpt / "trainer.json").write_text('{"trainer": [], "optimizer": {}}')
+    with pytest.raises(SeqlabError, match="trainer.json: expected"):
+        train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), run_dir, resume=True, progress=False)
+    shutil.copy(backup / "trainer.json", ckpt / "trainer.json")
+    (ckpt / "trainer.safetensors").write_bytes(b"\x00" * 10)
+    with pytest.raises(SeqlabError, match="trainer.safetensors: corrupt"):
+        train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), run_dir, resume=True, progress=False)
+    shutil.rmtree(ckpt)
+    with pytest.raises(SeqlabError, match="refusing to start it over"):
+        train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), run_dir, resume=True, progress=False)
+    assert (run_dir / "log.jsonl").read_text() == log_before
