@@ -41,13 +41,20 @@ def atomic_write_json(path: str | os.PathLike, obj: object) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
+COMPLETE = ".complete"  # marker written into a temp folder once it is filled
+
+
 def atomic_write_dir(path: str | os.PathLike, fill: Callable[[Path], None]) -> None:
-    """Create a folder by calling ``fill(tmp_folder)``, then swap it in place of ``path``."""
+    """Create a folder by calling ``fill(tmp_folder)``, then swap it in place of ``path``.
+
+    The swap is two renames (old folder aside, new one in); a crash between them leaves no ``path`` but
+    both complete copies beside it, which :func:`recover_dir` puts back."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
         fill(tmp)
+        (tmp / COMPLETE).write_bytes(b"")
         os.chmod(tmp, 0o777 & ~_UMASK)
         if path.exists():
             old = path.with_name(f".{path.name}.{os.getpid()}.old")
@@ -56,9 +63,31 @@ def atomic_write_dir(path: str | os.PathLike, fill: Callable[[Path], None]) -> N
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
+        (path / COMPLETE).unlink(missing_ok=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def recover_dir(path: str | os.PathLike) -> str | None:
+    """After a crash inside :func:`atomic_write_dir`'s swap, put the newest complete copy back at ``path``.
+
+    Returns what was done (for a log line), or None when ``path`` exists or no copy is left. A filled temp
+    folder (it holds the completion marker) is newer than a set-aside old one; a temp folder without the
+    marker was interrupted while being filled and is never used."""
+    path = Path(path)
+    if path.exists() or not path.parent.is_dir():
+        return None
+    siblings = [p for p in path.parent.iterdir() if p.name.startswith(f".{path.name}.") and p.is_dir()]
+    filled = [p for p in siblings if p.name.endswith(".tmp") and (p / COMPLETE).exists()]
+    aside = [p for p in siblings if p.name.endswith(".old")]
+    for candidate in (filled, aside):
+        if candidate:
+            newest = max(candidate, key=lambda p: p.stat().st_mtime)
+            os.replace(newest, path)
+            (path / COMPLETE).unlink(missing_ok=True)
+            return f"restored {path} from {newest.name}, left by an interrupted folder swap"
+    return None
 
 
 def append_line(path: str | os.PathLike, line: str) -> None:

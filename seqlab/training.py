@@ -33,7 +33,7 @@ from seqlab.data.corpus import load_corpus, read_file
 from seqlab.data.readers import write_conll
 from seqlab.devices import resolve_device
 from seqlab.errors import SeqlabError
-from seqlab.io import append_line, atomic_write_json, atomic_write_text
+from seqlab.io import append_line, atomic_write_json, atomic_write_text, recover_dir
 from seqlab.metrics import Scores
 from seqlab.plotting import plot_curves
 from seqlab.tagger import Tagger
@@ -117,6 +117,10 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     metric = config.metric
     ckpt_dir = out / "checkpoint"
     extra: dict[str, torch.Tensor] = {}  # tensors the checkpoint holds besides model and optimiser
+    for folder in (out / "model", ckpt_dir):  # a kill inside a folder swap leaves both copies beside it
+        note = recover_dir(folder)
+        if note:
+            log.warning(note)
     if resume and (ckpt_dir / "trainer.json").is_file():
         tagger = Tagger.load(ckpt_dir, device)
         if tagger.config.model != config.model or tagger.config.data != config.data:
@@ -137,6 +141,7 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
                               f"{cfg.optimizer} ({err}); resume with the optimiser it was trained with",
                               path=ckpt_dir) from None
         torch.set_rng_state(rng)
+        _trim_log(out / "log.jsonl", state["epoch"])
         log.info("resuming from %s after epoch %d", ckpt_dir, state["epoch"])
     else:
         if resume and (out / "log.jsonl").exists():
@@ -224,6 +229,19 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     atomic_write_json(out / "results.json", results)
     return TrainResult(out, state["best_epoch"], results["dev"], test, state["epoch"],
                        results["train_sentences_per_s"] or 0.0)
+
+
+def _trim_log(path: Path, epochs: int) -> None:
+    """Keep the log lines the checkpoint covers: a kill between the log append and the checkpoint save
+    leaves one more line, for an epoch that the resumed run trains again."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    if len(lines) < epochs:
+        raise SeqlabError(f"log.jsonl has {len(lines)} epochs but the checkpoint {epochs}: refusing to resume "
+                          f"with an incomplete log", path=path)
+    if len(lines) > epochs:
+        log.warning("log.jsonl: dropping %d line(s) after epoch %d, which the checkpoint does not cover (the "
+                    "epoch is trained again)", len(lines) - epochs, epochs)
+        atomic_write_text(path, "".join(line + "\n" for line in lines[:epochs]))
 
 
 def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int], data_root: str | None = None,

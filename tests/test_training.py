@@ -168,3 +168,51 @@ def test_resume_refuses_what_it_cannot_continue(tiny_corpus, tmp_path):
     with pytest.raises(SeqlabError, match="refusing to start it over"):
         train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), run_dir, resume=True, progress=False)
     assert (run_dir / "log.jsonl").read_text() == log_before
+
+
+def test_kill_in_the_folder_swap_or_after_the_log_append_resumes_bit_identical(tiny_corpus, tmp_path, monkeypatch):
+    """Simulated kills: (a) between the two renames of the checkpoint swap, (b) after an epoch's log line
+    but before its checkpoint. Both resume to the same model as an uninterrupted run, with an intact log."""
+    import os
+    from safetensors.torch import load_file
+
+    import seqlab.io as sio
+    cfg2, cfg4 = (_short(tiny_corpus, n, optimizer="sgd", lr=0.05) for n in (2, 4))
+    train(cfg4, tmp_path / "full", progress=False)
+    want = load_file(str(tmp_path / "full" / "model" / "model.safetensors"))
+    want_log = [json.loads(x)["loss"] for x in (tmp_path / "full" / "log.jsonl").read_text().splitlines()]
+
+    # (a) a kill right after the old checkpoint folder was moved aside, before the new one moved in
+    run_a = tmp_path / "a"
+    train(cfg2, run_a, progress=False)
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def dying_replace(src, dst):
+        real_replace(src, dst)
+        if str(src).endswith(f"{os.sep}checkpoint") and str(dst).endswith(".old"):
+            calls["n"] += 1
+            raise KeyboardInterrupt("killed inside the swap")
+    monkeypatch.setattr(sio.os, "replace", dying_replace)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg4, run_a, resume=True, progress=False)
+    monkeypatch.setattr(sio.os, "replace", real_replace)
+    assert calls["n"] == 1 and not (run_a / "checkpoint").exists()
+    train(cfg4, run_a, resume=True, progress=False)
+
+    # (b) a kill after epoch 3's log line, before its checkpoint: the log has a line the checkpoint lacks
+    run_b = tmp_path / "b"
+    train(_short(tiny_corpus, 3, optimizer="sgd", lr=0.05), run_b, progress=False)
+    lines = (run_b / "log.jsonl").read_text().splitlines()
+    import shutil
+    shutil.rmtree(run_b / "checkpoint")
+    train(cfg2, tmp_path / "b2", progress=False)
+    shutil.copytree(tmp_path / "b2" / "checkpoint", run_b / "checkpoint")  # the state after epoch 2
+    assert len(lines) == 3
+    train(cfg4, run_b, resume=True, progress=False)
+
+    for run_dir in (run_a, run_b):
+        got = load_file(str(run_dir / "model" / "model.safetensors"))
+        assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+        losses = [json.loads(x)["loss"] for x in (run_dir / "log.jsonl").read_text().splitlines()]
+        assert losses == pytest.approx(want_log, rel=1e-6)
