@@ -32,14 +32,23 @@ def _seeds(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from None
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
-    return value
+def _int_in(low: int, high: int):
+    """An argparse type: an integer in [low, high], else a message with the allowed range."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer in {low}..{high}, got '{text}'")
+        return value
+    return parse
+
+
+_positive = _int_in(1, 256)  # beam sizes
+_epochs = _int_in(1, 100_000)
+_batch = _int_in(1, 100_000)
+_nbest = _int_in(1, 1000)
 
 
 def _port(text: str) -> int:
@@ -57,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train a tagger from a YAML config")
     t.add_argument("config")
     t.add_argument("--out", required=True, help="output folder")
-    t.add_argument("--max-epochs", type=int)
+    t.add_argument("--max-epochs", type=_epochs)
     t.add_argument("--seeds", type=_seeds, help="e.g. 1,2,3,4,5: one run per seed, then mean/std/max")
     t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
@@ -67,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("model")
     e.add_argument("data")
     e.add_argument("--output", help="write predictions in conlleval format")
-    e.add_argument("--batch-size", type=int)
+    e.add_argument("--batch-size", type=_batch)
     e.add_argument("--strict", action="store_true",
                    help="refuse gold labels unseen in training (by default they are scored as misses, as "
                         "conlleval does, with a warning)")
@@ -79,9 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file", nargs="?", default="-")
     r.add_argument("--input-format", choices=["auto", "raw", "conll"], default="auto")
     r.add_argument("--output-format", choices=["conll", "jsonl"], default="conll")
-    r.add_argument("--nbest", type=int, help="also output the k best tag sequences (jsonl)")
+    r.add_argument("--nbest", type=_nbest, help="also output the k best tag sequences (jsonl)")
     r.add_argument("--explain", action="store_true", help="attention weights and fusion gates (jsonl)")
-    r.add_argument("--batch-size", type=int)
+    r.add_argument("--batch-size", type=_batch)
     r.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     r.add_argument("--beam", type=_positive, help="beam size of a beam-search decoder (1 = greedy)")
 
@@ -100,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(a Table 3 ablation column: H, C_all, C1..C5); repeatable")
     z.add_argument("--all-parts", action="store_true", help="one column per named part of the model")
     z.add_argument("--json", action="store_true", help="JSON instead of tables")
-    z.add_argument("--batch-size", type=int)
+    z.add_argument("--batch-size", type=_batch)
 
     a = sub.add_parser("attention", help="write the attention heatmap of each attention layer as PNG")
     a.add_argument("model")
@@ -114,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="train, evaluate and use a chunker on the bundled CoNLL-2000 sample")
     d.add_argument("--out", default="runs/demo")
-    d.add_argument("--max-epochs", type=int)
+    d.add_argument("--max-epochs", type=_epochs)
     return p
 
 

@@ -169,3 +169,15 @@ def test_output_paths_are_checked(model_dir, tmp_path):
     if os.access(locked, os.R_OK):  # root reads anything: nothing to test
         return
     assert_user_error(run("predict", model, locked), "locked.txt", "cannot read")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["predict", "m", "--nbest", "0"], "1..1000"),
+    (["predict", "m", "--batch-size", "-3"], "1..100000"),
+    (["evaluate", "m", "d", "--beam", "x"], "1..256"),
+    (["train", "c.yaml", "--out", "o", "--max-epochs", "0"], "1..100000"),
+    (["serve", "m", "--port", "70000"], "1-65535"),
+])
+def test_command_line_numbers_have_ranges(args, needle):
+    proc = run(*args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and needle in proc.stderr, proc.stderr
