@@ -45,7 +45,7 @@ def _int_in(low: int, high: int):
     return parse
 
 
-_positive = _int_in(1, 256)  # beam sizes
+_beam = _int_in(1, 256)
 _epochs = _int_in(1, 100_000)
 _batch = _int_in(1, 100_000)
 _nbest = _int_in(1, 1000)
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse gold labels unseen in training (by default they are scored as misses, as "
                         "conlleval does, with a warning)")
     e.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    e.add_argument("--beam", type=_positive, help="beam size of a beam-search decoder (1 = greedy)")
+    e.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
 
     r = sub.add_parser("predict", help="tag raw text or a CoNLL file")
     r.add_argument("model")
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--explain", action="store_true", help="attention weights and fusion gates (jsonl)")
     r.add_argument("--batch-size", type=_batch)
     r.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    r.add_argument("--beam", type=_positive, help="beam size of a beam-search decoder (1 = greedy)")
+    r.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
 
     s = sub.add_parser("score", help="conlleval replacement: last two columns are gold and predicted tags")
     s.add_argument("file")

@@ -14,14 +14,16 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from seqlab.data.batching import TOKENS
 from seqlab.decoders import DECODERS, CRFDecoderConfig
+from seqlab.embedder import RESERVED
 from seqlab.encoders import ENCODERS, BiLSTMConfig
 from seqlab.errors import SeqlabError
 from seqlab.features import FEATURES, CasingConfig, CharsConfig, WordsConfig
 from seqlab.registry import ConfigCheckError, LayerConfig, check_error
 
 FEATURE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-RESERVED_FEATURE_NAMES = frozenset({"dropout", "names", "tokens"})
+RESERVED_FEATURE_NAMES = RESERVED | {TOKENS}  # Embedder attributes, and train.batch_length's default
 
 
 class DataConfig(LayerConfig):

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from seqlab.context import Context
 from seqlab.features.base import FeatureModule
 
-RESERVED = frozenset({"dropout", "names"})
+RESERVED = frozenset({"dropout", "names"})  # attributes of Embedder that a feature name would shadow
 
 
 class Embedder(nn.Module):

@@ -34,6 +34,20 @@ def train_tiny(tmp_path_factory, name: str, make_config) -> tuple[Path, Path, ob
     return path, root / "run", train(make_config(path), root / "run", progress=False)
 
 
+def assert_save_load_identical(model_dir: Path, data: Path, tmp_path: Path):
+    """The model saved again and loaded predicts the same tags on ``data``, and one sentence per batch
+    predicts what whole batches do. Returns the loaded tagger."""
+    from seqlab import Tagger
+    from seqlab.data.readers import read_conll
+    tagger = Tagger.load(model_dir)
+    sentences = read_conll(data, label_column=None)
+    before = tagger.predict_tags(sentences)
+    tagger.save(tmp_path / "copy")
+    assert Tagger.load(tmp_path / "copy").predict_tags(sentences) == before
+    assert tagger.predict_tags(sentences, batch_size=1) == before
+    return tagger
+
+
 def tiny_config(path: Path, **over) -> object:
     """A small BiLSTM-CRF chunker config on ``path``; ``over`` replaces top-level sections."""
     raw = {

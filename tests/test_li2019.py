@@ -20,7 +20,7 @@ from seqlab.encoders import BiLSTMConfig, ParallelAttentionConfig
 from seqlab.errors import SeqlabError
 from seqlab.features.chars import CharCNN, char_type_table
 from seqlab.metrics import span_f1
-from tests.conftest import tiny_config, train_tiny
+from tests.conftest import assert_save_load_identical, tiny_config, train_tiny
 from tests.test_cli import assert_user_error, run
 
 
@@ -194,13 +194,8 @@ def att_run(tmp_path_factory):
 def test_att_model_overfits_saves_loads(att_run, tmp_path):
     path, run_dir, result = att_run
     assert result.dev["f1"] > 97.0
-    tagger = Tagger.load(run_dir / "model")
+    tagger = assert_save_load_identical(run_dir / "model", path, tmp_path)
     assert tagger.net.embedder.casing.output_dim == 4 and tagger.net.embedder.char.output_dim == 24
-    from seqlab.data.readers import read_conll
-    sentences = read_conll(path, label_column=None)
-    tagger.save(tmp_path / "copy")
-    assert Tagger.load(tmp_path / "copy").predict_tags(sentences) == tagger.predict_tags(sentences)
-    assert tagger.predict_tags(sentences, batch_size=1) == tagger.predict_tags(sentences, batch_size=64)
 
 
 def test_analyze_cli_with_every_part(att_run):

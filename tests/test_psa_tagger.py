@@ -10,8 +10,7 @@ import pytest
 
 from seqlab import Tagger, train
 from seqlab.config import config_from_dict
-from seqlab.data.readers import read_conll
-from tests.conftest import SAMPLE, first_sentences, tiny_config, train_tiny
+from tests.conftest import SAMPLE, assert_save_load_identical, first_sentences, tiny_config, train_tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,11 +33,7 @@ def test_psa_overfits_20_sentences(psa_run):
 
 def test_psa_save_load_identical(psa_run, tmp_path):
     path, run, _ = psa_run
-    tagger = Tagger.load(run / "model")
-    sentences = read_conll(path, label_column=None)
-    tagger.save(tmp_path / "copy")
-    assert Tagger.load(tmp_path / "copy").predict_tags(sentences) == tagger.predict_tags(sentences)
-    assert tagger.predict_tags(sentences, batch_size=1) == tagger.predict_tags(sentences, batch_size=64)
+    assert_save_load_identical(run / "model", path, tmp_path)
 
 
 def test_explain_gives_attention_and_gates(psa_run):

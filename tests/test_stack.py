@@ -12,7 +12,7 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab import Tagger, train
+from seqlab import Tagger
 from seqlab.config import config_from_dict
 from seqlab.context import Context
 from seqlab.data.batching import make_batches

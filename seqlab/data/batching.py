@@ -27,9 +27,6 @@ class Encoded:
     tags: np.ndarray | None = None  # (length,) int64 tag ids, None for unlabeled text
     sizes: dict[str, int] = field(default_factory=dict)  # lengths featurizers report (lattice, sub-words)
 
-    def size(self, key: str) -> int:
-        return self.length if key == TOKENS else self.sizes[key]
-
 
 @dataclass
 class Batch:

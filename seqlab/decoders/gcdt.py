@@ -85,11 +85,9 @@ class LabelDTDecoder(Decoder):
         return features, g
 
     def _logits(self, s: Tensor, g: Tensor | None) -> Tensor:
+        """Eq. 12 on decoder states s (..., hidden), with g (same leading dims) at the softmax input."""
         s = self.dropout(s)
-        if g is not None:
-            s = torch.cat([s, g.expand(*s.shape[:-1], -1) if s.dim() == g.dim() else
-                           g.unsqueeze(1).expand(-1, s.shape[1], -1)], dim=-1)
-        return self.out(s)
+        return self.out(s if g is None else torch.cat([s, g], dim=-1))
 
     # ----- training ---------------------------------------------------------------------------------
     def loss(self, features: Tensor, tags: Tensor, mask: Tensor, ctx: Context) -> Tensor:
@@ -97,6 +95,7 @@ class LabelDTDecoder(Decoder):
         x, g = self._inputs(features, ctx)
         prev = torch.cat([tags.new_full((tags.shape[0], 1), self.bos), tags[:, :-1]], dim=1)  # (batch, seq)
         s = self.rnn(torch.cat([x, self.labels(prev)], dim=-1))  # (batch, seq, hidden)
+        g = None if g is None else g.unsqueeze(1).expand(-1, s.shape[1], -1)  # (batch, seq, g)
         logits = self._logits(s, g)  # (batch, seq, tags)
         nll = F.cross_entropy(logits.transpose(1, 2), tags, reduction="none", label_smoothing=self.smoothing)
         return (nll * mask).sum(1)

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
+from seqlab.data.vocab import Vocab
 from seqlab.errors import SeqlabError
 from seqlab.registry import LayerConfig, Registry
 
@@ -77,6 +78,26 @@ class Featurizer(ABC):
     @abstractmethod
     def module(self) -> FeatureModule:
         """A fresh embedding module (initialised from pre-trained vectors after ``fit``)."""
+
+
+class VocabFeaturizer(Featurizer):
+    """A featurizer whose state is one vocabulary (``itos``), with a memo of encoded tokens that any
+    change of the vocabulary clears."""
+
+    def __init__(self, name: str, config: FeatureConfig):
+        super().__init__(name, config)
+        self.vocab = Vocab([])
+        self._cache: dict[str, Any] = {}  # token -> its encoding; depends on the vocabulary only
+
+    def set_vocab(self, vocab: Vocab) -> None:
+        self.vocab = vocab
+        self._cache.clear()
+
+    def state(self) -> dict:
+        return {"itos": self.vocab.itos}
+
+    def load_state(self, state: Any, where: str) -> None:
+        self.set_vocab(Vocab.from_list(string_list(state, "itos", where, min_len=2)))
 
 
 def string_list(state: Any, key: str, where: str, min_len: int = 0) -> list[str]:

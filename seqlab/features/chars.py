@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import Vocab
-from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer, pad_ids, string_list
+from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids
 from seqlab.lstm import BiLSTM
 from seqlab.registry import ConfigCheckError, check_error
 
@@ -157,24 +157,13 @@ class CharFeatures(FeatureModule):
         return per_token * ctx.mask.unsqueeze(-1)  # zero on padding
 
 
-class CharsFeaturizer(Featurizer):
+class CharsFeaturizer(VocabFeaturizer):
+    """The memo maps a token to its char-id array: one array per token type, which collation relies on."""
+
     config: CharsConfig
 
-    def __init__(self, name: str, config: CharsConfig):
-        super().__init__(name, config)
-        self.vocab = Vocab([])
-        self._cache: dict[str, np.ndarray] = {}  # token -> its char ids; one array per token type
-
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
-        self.vocab = Vocab.from_counts(Counter(c for s in train for t in s.tokens for c in t))
-        self._cache.clear()
-
-    def state(self) -> dict:
-        return {"itos": self.vocab.itos}
-
-    def load_state(self, state: Any, where: str) -> None:
-        self.vocab = Vocab.from_list(string_list(state, "itos", where, min_len=2))
-        self._cache.clear()
+        self.set_vocab(Vocab.from_counts(Counter(c for s in train for t in s.tokens for c in t)))
 
     def _token(self, token: str) -> np.ndarray:
         hit = self._cache.get(token)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
@@ -15,7 +15,7 @@ from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import Vocab, normalize_word
 from seqlab.errors import SeqlabError
-from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer, pad_ids, string_list
+from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids
 from seqlab.vectors import load_vectors
 
 
@@ -51,14 +51,12 @@ class WordEmbedding(FeatureModule):
         return nn.functional.embedding(inputs["ids"], self.embed.weight, 0)  # (batch, seq, dim); padding: 0
 
 
-class WordsFeaturizer(Featurizer):
+class WordsFeaturizer(VocabFeaturizer):
     config: WordsConfig
 
     def __init__(self, name: str, config: WordsConfig):
         super().__init__(name, config)
-        self.vocab = Vocab([])
         self._init: np.ndarray | None = None  # pre-trained table after fit, until the module is made
-        self._cache: dict[str, int] = {}
 
     def _norm(self, token: str) -> str:
         return normalize_word(token, self.config.lowercase, self.config.replace_digits)
@@ -74,8 +72,7 @@ class WordsFeaturizer(Featurizer):
                 raise SeqlabError(f"word vectors have {dim} dimensions but the feature's dim is {c.dim}",
                                   key=f"model.embedder.features.{self.name}.dim")
             extra = sorted(t for t in wanted - set(counts) if t in vectors)  # dev/test words with vectors
-        self.vocab = Vocab.from_counts(counts, c.min_count, extra=extra)
-        self._cache.clear()
+        self.set_vocab(Vocab.from_counts(counts, c.min_count, extra=extra))
         if vectors:
             # unseen words: uniform(-sqrt(3/dim), sqrt(3/dim)) as Ma and Hovy; found words: their vector
             rng = np.random.default_rng(seed)
@@ -86,13 +83,6 @@ class WordsFeaturizer(Featurizer):
                 if word in vectors:
                     table[i] = vectors[word]
             self._init = table
-
-    def state(self) -> dict:
-        return {"itos": self.vocab.itos}
-
-    def load_state(self, state: Any, where: str) -> None:
-        self.vocab = Vocab.from_list(string_list(state, "itos", where, min_len=2))
-        self._cache.clear()
 
     def encode(self, sentence: Sentence) -> np.ndarray:
         get = self._cache.get
