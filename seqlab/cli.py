@@ -2,7 +2,7 @@
 
     seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...]
     seqlab evaluate MODEL DATA [--output FILE]
-    seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain]
+    seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain] [--max-length N]
     seqlab score FILE [--scheme BIO]
     seqlab info MODEL
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
@@ -49,6 +49,7 @@ _beam = _int_in(1, 256)
 _epochs = _int_in(1, 100_000)
 _batch = _int_in(1, 100_000)
 _nbest = _int_in(1, 1000)
+_length = _int_in(1, 10_000_000)
 
 
 def _port(text: str) -> int:
@@ -93,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--batch-size", type=_batch)
     r.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     r.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
+    r.add_argument("--max-length", type=_length, help="tag sentences longer than this many tokens in pieces "
+                                                      "(each split is logged; jsonl gives split_at)")
 
     s = sub.add_parser("score", help="conlleval replacement: last two columns are gold and predicted tags")
     s.add_argument("file")
@@ -202,9 +205,11 @@ def cmd_predict(args) -> None:
     if not sentences:
         raise SeqlabError("no sentences to tag", path=source)
     if args.output_format == "conll" and not (args.nbest or args.explain):
-        write_conll(sentences, tagger.predict_tags(sentences, args.batch_size), sys.stdout)
+        write_conll(sentences, tagger.predict_tags(sentences, args.batch_size, max_length=args.max_length),
+                    sys.stdout)
         return
-    for pred in tagger.predict(sentences, args.batch_size, nbest=args.nbest, explain=args.explain):
+    for pred in tagger.predict(sentences, args.batch_size, nbest=args.nbest, explain=args.explain,
+                               max_length=args.max_length):
         print(json.dumps(pred.to_dict(), ensure_ascii=False))
 
 

@@ -74,6 +74,10 @@ class EmbedderConfig(LayerConfig):
     def output_dim(self) -> int:
         return sum(f.output_dim() for f in self.features.values())
 
+    def published_sizes(self) -> dict[str, int]:
+        """Feature name -> last dimension of the tensor its module publishes (lattice word embeddings)."""
+        return {name: f.published_dim() for name, f in self.features.items() if f.published_dim() is not None}
+
 
 class ModelConfig(LayerConfig):
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig, description="word + char + casing")
@@ -89,9 +93,10 @@ class ModelConfig(LayerConfig):
             dim = self.embedder.output_dim()
             if dim <= 0:
                 raise ConfigCheckError("embedder.features", "the features give no vector to the encoders")
-            published: dict[str, int] = {}
+            published = self.embedder.published_sizes()
             for i, layer in enumerate(self.encoders):
                 try:
+                    layer.check(dim, published)
                     published.update(layer.published_sizes(dim))
                     dim = layer.output_dim(dim)
                 except ConfigCheckError as err:
@@ -110,6 +115,10 @@ class TrainConfig(LayerConfig):
     lr: float = Field(0.015, gt=0, le=100, description="PSA paper: 0.015 for NER and chunking")
     momentum: float = Field(0.9, ge=0, lt=1, description="PSA paper")
     lr_decay: float = Field(0.05, ge=0, le=100, description="rho in lr_t = lr_0 / (1 + rho * t)")
+    warmup_epochs: float = Field(0.0, ge=0, le=10_000, description="linear warm-up of the learning rate over "
+                                                                  "this many epochs, step by step (FLAT: 10)")
+    max_length: int | None = Field(None, gt=0, le=10_000_000, description="training sentences longer than this "
+                                   "many tokens are split into pieces (at punctuation and chunk boundaries)")
     weight_decay: float = Field(0.0, ge=0, le=10, description="off, as the papers")
     clip: float | None = Field(5.0, gt=0, le=1e6, description="gradient norm threshold of the PSA paper")
     batch_size: int = Field(10, gt=0, le=100_000, description="the papers' batch of 10 sentences")

@@ -41,10 +41,10 @@ class TaggerNet(nn.Module):
         super().__init__()
         self.embedder = Embedder({name: f.module() for name, f in featurizers.items()},
                                  config.embedder.dropout)
-        layers, dim, published = [], self.embedder.output_dim, {}
+        layers, dim, published = [], self.embedder.output_dim, config.embedder.published_sizes()
         for layer_config in config.encoders:
+            layer = layer_config.build_in(dim, published)
             published.update(layer_config.published_sizes(dim))
-            layer = layer_config.build(dim)
             layers.append(layer)
             dim = layer.output_dim
         self.encoders = nn.ModuleList(layers)

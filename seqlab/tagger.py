@@ -26,6 +26,7 @@ from seqlab.data.batching import Encoded, make_batches
 from seqlab.data.readers import read_raw
 from seqlab.data.schemes import IndexConverter, convert, get_spans
 from seqlab.data.sentence import Sentence
+from seqlab.data.splitting import cut_points, split_sentence
 from seqlab.data.vocab import PAD, UNK, Vocab
 from seqlab.decoders.base import TagSet
 from seqlab.devices import resolve_device
@@ -74,6 +75,7 @@ class Prediction:
     spans: list[Span]
     nbest: list[ScoredTags] | None = None
     explanation: list[LayerExplanation] | None = field(default=None, repr=False)
+    split_at: list[int] | None = None  # token offsets where a sentence over max_length was cut for tagging
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -94,6 +96,7 @@ class _Row:
     tags: list[int] = field(default_factory=list)
     nbest: list[TagPath] | None = None
     explanation: list[LayerExplanation] | None = None
+    split_at: list[int] | None = None
 
 
 def training_scheme(scheme: str, requested: str) -> str:
@@ -196,18 +199,44 @@ class Tagger:
                     r.explanation = _explain(out.published, row, lengths[row], len(self.net.encoders))
         return rows
 
+    def _run_capped(self, sentences: Sequence[Sentence], max_length: int | None, batch_size: int | None = None,
+                    nbest: int = 0, explain: bool = False, ablate: Collection[str] = ()) -> list[_Row]:
+        """:meth:`_run` on whole sentences, or on pieces of at most ``max_length`` tokens whose tags are
+        joined back (a split sentence's row has ``split_at`` set, and no n-best list or explanation:
+        those do not join)."""
+        if max_length is None:
+            return self._run(self.encode(sentences), batch_size, nbest, explain, ablate)
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+            raise SeqlabError(f"--max-length: expected a positive integer, got {max_length!r}")
+        cuts = [cut_points(s.tokens, max_length) for s in sentences]
+        pieces = [p for s, c in zip(sentences, cuts) for p in (split_sentence(s, c) if c else [s])]
+        piece_rows = iter(self._run(self.encode(pieces), batch_size, nbest, explain, ablate))
+        rows = []
+        for s, c in zip(sentences, cuts):
+            if not c:
+                rows.append(next(piece_rows))
+                continue
+            log.warning("%s:%d: sentence of %d tokens split at %s for tagging (max length %d)",
+                        s.source, s.line, len(s.tokens), ", ".join(map(str, c)), max_length)
+            joined = _Row(split_at=c)
+            for _ in range(len(c) + 1):
+                joined.tags += next(piece_rows).tags
+            rows.append(joined)
+        return rows
+
     def predict_tags(self, sentences: Sequence[Sentence], batch_size: int | None = None,
-                     ablate: Collection[str] = ()) -> list[list[str]]:
+                     ablate: Collection[str] = (), max_length: int | None = None) -> list[list[str]]:
         """Predicted labels in the input's tag scheme."""
-        return [self.to_labels(r.tags) for r in self._run(self.encode(sentences), batch_size, ablate=ablate)]
+        return [self.to_labels(r.tags) for r in self._run_capped(sentences, max_length, batch_size, ablate=ablate)]
 
     def predict(self, inputs, batch_size: int | None = None, nbest: int | None = None,
-                explain: bool = False) -> list[Prediction]:
+                explain: bool = False, max_length: int | None = None) -> list[Prediction]:
         """Tag raw strings (whitespace-tokenized; one char per token for character models), token lists or
         :class:`Sentence` objects. Returns one :class:`Prediction` per input with tags and spans, and the
-        n best tag sequences and the attention layers' explanations when asked for."""
+        n best tag sequences and the attention layers' explanations when asked for. With ``max_length``,
+        longer sentences are tagged in pieces and say so in ``split_at``."""
         sentences = self._as_sentences(inputs)
-        rows = self._run(self.encode(sentences), batch_size, nbest or 0, explain)
+        rows = self._run_capped(sentences, max_length, batch_size, nbest or 0, explain)
         joiner = "" if self.config.data.format == "bmes" else " "
         preds = []
         for s, r in zip(sentences, rows):
@@ -215,7 +244,7 @@ class Tagger:
             spans = [] if self.scheme == "none" else [
                 Span(typ, a, b, joiner.join(s.tokens[a:b])) for typ, a, b in get_spans(tags, self.scheme)]
             paths = None if r.nbest is None else [ScoredTags(self.to_labels(p.tags), p.score) for p in r.nbest]
-            preds.append(Prediction(s.tokens, tags, spans, paths, r.explanation))
+            preds.append(Prediction(s.tokens, tags, spans, paths, r.explanation, r.split_at))
         return preds
 
     def set_beam(self, beam: int) -> None:

@@ -31,6 +31,7 @@ from seqlab.config import ExperimentConfig, TrainConfig
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus, read_file
 from seqlab.data.readers import write_conll
+from seqlab.data.splitting import split_long
 from seqlab.devices import resolve_device
 from seqlab.errors import SeqlabError
 from seqlab.io import append_line, atomic_write_json, atomic_write_text, recover_dir
@@ -78,9 +79,13 @@ def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainC
     return losses.detach()
 
 
-def learning_rate(cfg: TrainConfig, epoch: int) -> float:
-    """lr_t = lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule)."""
-    return cfg.lr / (1.0 + cfg.lr_decay * epoch)
+def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1) -> float:
+    """lr_t = lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule), times a linear
+    warm-up min(1, (steps done + 1) / (warmup_epochs * steps per epoch)) when ``warmup_epochs`` > 0."""
+    lr = cfg.lr / (1.0 + cfg.lr_decay * epoch)
+    if cfg.warmup_epochs:
+        lr *= min(1.0, (epoch * steps + step + 1) / (cfg.warmup_epochs * steps))
+    return lr
 
 
 def seed_everything(seed: int) -> None:
@@ -114,6 +119,11 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     seed_everything(cfg.seed)
     device = resolve_device(cfg.device)
     corpus = load_corpus(config.data, data_root)
+    if cfg.max_length:
+        corpus.train, split = split_long(corpus.train, cfg.max_length, corpus.scheme)
+        if split:
+            log.info("split %d training sentences longer than %d tokens (train.max_length) into pieces: "
+                     "%d training sentences now", split, cfg.max_length, len(corpus.train))
     metric = config.metric
     ckpt_dir = out / "checkpoint"
     extra: dict[str, torch.Tensor] = {}  # tensors the checkpoint holds besides model and optimiser
@@ -183,7 +193,10 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
         total_loss, start = 0.0, time.perf_counter()
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{cfg.max_epochs}", disable=not progress, leave=False,
                    mininterval=0.5, unit="batch")
-        for batch in bar:
+        for step, batch in enumerate(bar):
+            if cfg.warmup_epochs and epoch < cfg.warmup_epochs:
+                for group in optimizer.param_groups:
+                    group["lr"] = learning_rate(cfg, epoch, step, len(batches))
             total_loss += float(train_step(net, batch.to(device), optimizer, params, cfg).sum())
             if average:
                 average.update(net)
@@ -198,7 +211,7 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
             improved = value > state["best"]
             if improved:
                 tagger.save(out / "model")
-        record = {"epoch": epoch + 1, "loss": total_loss / len(train_enc), "lr": lr,
+        record = {"epoch": epoch + 1, "loss": total_loss / len(train_enc), "lr": optimizer.param_groups[0]["lr"],
                   "dev": dev, "seconds": round(train_seconds, 3),
                   "dev_seconds": round(dev_seconds, 3),
                   "sentences_per_s": round(len(train_enc) / train_seconds, 1),

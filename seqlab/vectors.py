@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import gzip
 import logging
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from seqlab.data.vocab import Vocab
 from seqlab.errors import SeqlabError
 
 log = logging.getLogger("seqlab")
@@ -67,3 +69,26 @@ def load_vectors(source: str, wanted: set[str]) -> tuple[dict[str, np.ndarray], 
     vectors, dim = _packaged_glove(wanted) if source in PACKAGED else _text_vectors(Path(source), wanted)
     log.info("word vectors %s: %d of %d words found (dim %d)", source, len(vectors), len(wanted), dim)
     return vectors, dim
+
+
+def fit_vocab_and_table(counts: Counter, other: set[str], pretrained: str | None, dim: int, min_count: int,
+                        seed: int, key: str) -> tuple[Vocab, np.ndarray | None]:
+    """A vocabulary of the training items seen ``min_count`` times, plus the ``other`` (dev/test) items
+    that have a pre-trained vector, and its initial table when ``pretrained`` names vectors: found items
+    get their vector, the others uniform(-sqrt(3/dim), sqrt(3/dim)) as Ma and Hovy, padding 0.
+    ``key`` is the config key of ``dim``, named when the vectors have another size."""
+    if not pretrained:
+        return Vocab.from_counts(counts, min_count), None
+    vectors, found_dim = load_vectors(pretrained, set(counts) | other)
+    if found_dim != dim:
+        raise SeqlabError(f"word vectors have {found_dim} dimensions but the feature's dim is {dim}", key=key)
+    extra = sorted(t for t in other - set(counts) if t in vectors)  # dev/test items with vectors
+    vocab = Vocab.from_counts(counts, min_count, extra=extra)
+    rng = np.random.default_rng(seed)
+    scale = np.sqrt(3.0 / dim)
+    table = rng.uniform(-scale, scale, (len(vocab), dim)).astype(np.float32)
+    table[0] = 0.0
+    for i, word in enumerate(vocab.itos):
+        if word in vectors:
+            table[i] = vectors[word]
+    return vocab, table

@@ -28,7 +28,7 @@ def test_config_validates_and_builds(path):
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():  # vocabularies from two sentences, no pre-trained vectors to read
         if hasattr(f, "vocab"):
-            f.load_state({"itos": ["<pad>", "<unk>", "a", "b"]}, "test")
+            f.load_state({"itos": ["<pad>", "<unk>", "a", "b"], "lexicon": ["ab"]}, "test")
     net = TaggerNet(config.model, featurizers, TagSet(["O", "B-NP", "I-NP", "E-NP", "S-NP"], "BIOES"))
     assert len(net.encoders) == len(config.model.encoders)
     assert net.embedder.output_dim == config.model.embedder.output_dim()
@@ -57,4 +57,20 @@ def test_gcdt_baselines_change_only_the_model(corpus):
     for path in variants:
         other = load_config(path).model_dump()
         assert other["data"] == base["data"] and other["train"] == base["train"], path.name
+        assert other["model"] != base["model"], path.name
+
+
+@pytest.mark.parametrize("corpus", ["resume", "ontonotes4"])
+def test_flat_variants_change_only_the_model(corpus):
+    root = Path(CONFIGS[0]).parent
+    base = load_config(root / f"ner-{corpus}-flat.yaml").model_dump()
+    variants = sorted((root / "flat").glob(f"{corpus}-*.yaml"))
+    if corpus == "resume":
+        variants.append(root / "ner-resume-transformer.yaml")
+    assert len(variants) == 5
+    for path in variants:
+        other = load_config(path).model_dump()
+        lattice = "lexicon" in other["model"]["embedder"]["features"]
+        assert other["data"] == base["data"], path.name
+        assert other["train"] == {**base["train"], "batch_length": "lexicon" if lattice else "tokens"}, path.name
         assert other["model"] != base["model"], path.name

@@ -11,7 +11,8 @@ from seqlab.encoders.bilstm import BiLSTMConfig, BiLSTMEncoder
 from seqlab.encoders.attention import ParallelAttentionConfig, ParallelAttentionEncoder
 from seqlab.encoders.psa import PSAFusionConfig, PSAFusionEncoder, SANConfig
 from seqlab.encoders.gcdt import DTConfig, DTEncoder, GlobalContextConfig, GlobalContextEncoder
+from seqlab.encoders.flat import FlatConfig, FlatEncoder
 
-__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "DTConfig", "DTEncoder",
+__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "DTConfig", "DTEncoder", "FlatConfig", "FlatEncoder",
            "GlobalContextConfig", "GlobalContextEncoder", "ParallelAttentionConfig",
            "ParallelAttentionEncoder", "PSAFusionConfig", "PSAFusionEncoder", "SANConfig"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from torch import Tensor, nn
 
 from seqlab.context import Context
@@ -25,8 +27,17 @@ class EncoderConfig(LayerConfig):
         (a global vector); what is only for analysis (attention maps) need not be listed."""
         return {}
 
+    def check(self, input_dim: int, published: Mapping[str, int]) -> None:
+        """Raise :class:`~seqlab.registry.ConfigCheckError` when the layer needs a published tensor
+        (``published``: name -> last dimension, from the features and the layers below) that is not there."""
+
     def build(self, input_dim: int) -> "Encoder":
         raise NotImplementedError
+
+    def build_in(self, input_dim: int, published: Mapping[str, int]) -> "Encoder":
+        """Build the layer within a stack; a layer that reads published tensors (a lattice encoder reading
+        word embeddings) overrides this to size itself on them."""
+        return self.build(input_dim)
 
 
 class Encoder(nn.Module):

@@ -2,10 +2,12 @@
 module. The built-in families register themselves on import; see :mod:`seqlab.features.base`."""
 
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer
+from seqlab.features.bigrams import BigramsConfig
 from seqlab.features.casing import CasingConfig
 from seqlab.features.chars import CharCNN, CharLSTM, CharsConfig
 from seqlab.features.contextual import ContextualConfig
+from seqlab.features.lattice import LatticeConfig
 from seqlab.features.words import WordsConfig
 
-__all__ = ["FEATURES", "FeatureConfig", "FeatureModule", "Featurizer", "CasingConfig", "CharsConfig", "ContextualConfig",
+__all__ = ["FEATURES", "FeatureConfig", "FeatureModule", "Featurizer", "BigramsConfig", "CasingConfig", "CharsConfig", "ContextualConfig", "LatticeConfig",
            "WordsConfig", "CharCNN", "CharLSTM"]

@@ -33,6 +33,11 @@ class FeatureConfig(LayerConfig):
     def output_dim(self) -> int:
         raise NotImplementedError
 
+    def published_dim(self) -> int | None:
+        """Last dimension of a tensor the module publishes under the feature's name (a lattice's word
+        embeddings), for encoders built on it; None when it publishes nothing."""
+        return None
+
     def build(self, name: str) -> "Featurizer":
         raise NotImplementedError
 

@@ -13,10 +13,9 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.data.vocab import Vocab, normalize_word
-from seqlab.errors import SeqlabError
+from seqlab.data.vocab import normalize_word
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids
-from seqlab.vectors import load_vectors
+from seqlab.vectors import fit_vocab_and_table
 
 
 @FEATURES.register
@@ -64,25 +63,10 @@ class WordsFeaturizer(VocabFeaturizer):
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
         c = self.config
         counts = Counter(self._norm(t) for s in train for t in s.tokens)
-        vectors, extra = {}, []
-        if c.pretrained:
-            wanted = set(counts) | {self._norm(t) for s in other for t in s.tokens}
-            vectors, dim = load_vectors(c.pretrained, wanted)
-            if dim != c.dim:
-                raise SeqlabError(f"word vectors have {dim} dimensions but the feature's dim is {c.dim}",
-                                  key=f"model.embedder.features.{self.name}.dim")
-            extra = sorted(t for t in wanted - set(counts) if t in vectors)  # dev/test words with vectors
-        self.set_vocab(Vocab.from_counts(counts, c.min_count, extra=extra))
-        if vectors:
-            # unseen words: uniform(-sqrt(3/dim), sqrt(3/dim)) as Ma and Hovy; found words: their vector
-            rng = np.random.default_rng(seed)
-            scale = np.sqrt(3.0 / c.dim)
-            table = rng.uniform(-scale, scale, (len(self.vocab), c.dim)).astype(np.float32)
-            table[0] = 0.0
-            for i, word in enumerate(self.vocab.itos):
-                if word in vectors:
-                    table[i] = vectors[word]
-            self._init = table
+        others = {self._norm(t) for s in other for t in s.tokens} if c.pretrained else set()
+        vocab, self._init = fit_vocab_and_table(counts, others, c.pretrained, c.dim, c.min_count, seed,
+                                                key=f"model.embedder.features.{self.name}.dim")
+        self.set_vocab(vocab)
 
     def encode(self, sentence: Sentence) -> np.ndarray:
         get = self._cache.get
