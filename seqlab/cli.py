@@ -59,10 +59,18 @@ def _port(text: str) -> int:
     return value
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Command-line mistakes get one line naming the command and a pointer to its --help, exit 2 (argparse
+    would print the whole usage block first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="seqlab", description="Neural sequence labeling.")
+    p = OneLineParser(prog="seqlab", description="Neural sequence labeling.")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     t = sub.add_parser("train", help="train a tagger from a YAML config")
     t.add_argument("config")

@@ -20,6 +20,7 @@ import torch
 from safetensors.torch import load as st_load
 
 from seqlab.config import ExperimentConfig, config_from_dict
+from seqlab.data.schemes import split_tag
 from seqlab.data.vocab import CASING_CLASSES
 from seqlab.errors import SeqlabError
 
@@ -96,6 +97,10 @@ def parse_model_files(files: dict[str, bytes], path: Path) -> ModelFiles:
     if not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags) \
             or len(set(tags)) != len(tags):
         raise SeqlabError("vocab.json: 'tags' must be a list of distinct strings", path=path)
+    bad = next((t for t in tags if split_tag(t) is None), None) if scheme != "none" else None
+    if bad is not None:
+        raise SeqlabError(f"vocab.json: tag {bad!r} is not a tag of a chunk scheme (O, or a B-, I-, M-, E-, S- "
+                          f"prefix and a type)", path=path)
     features = vocab.get("features")
     if not isinstance(features, dict):
         raise SeqlabError("vocab.json: 'features' must be an object", path=path)

@@ -73,7 +73,7 @@ class Registry(Generic[C]):
         if not isinstance(value, dict):
             raise PydanticCustomError("registry_mapping", f"expected a mapping with a 'type' key ({self.kind})")
         name = value.get("type")
-        if name not in self._classes:
+        if not isinstance(name, str) or name not in self._classes:
             raise PydanticCustomError("registry_type", "{detail}", {
                 "detail": f"unknown {self.kind} type {name!r}; known: {', '.join(self.names())}"})
         return self._classes[name].model_validate(value)

@@ -23,6 +23,7 @@ from seqlab import __version__
 from seqlab.config import ExperimentConfig
 from seqlab.crf import TagPath
 from seqlab.data.batching import Encoded, make_batches
+from seqlab.data.corpus import check_labels
 from seqlab.data.readers import read_raw
 from seqlab.data.schemes import IndexConverter, convert, get_spans
 from seqlab.data.sentence import Sentence
@@ -270,6 +271,7 @@ class Tagger:
         file and line ("error")."""
         if not sentences:
             raise SeqlabError("no sentences to evaluate")
+        check_labels(sentences, self.scheme)
         if unseen == "error":
             for s in sentences:
                 self._tag_ids(s)  # the first unseen label -> error naming file and line

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from seqlab.config import DataConfig, resolve_data_path
 from seqlab.data.readers import read_bmes, read_conll
-from seqlab.data.schemes import detect_scheme, normalize_scheme
+from seqlab.data.schemes import detect_scheme, normalize_scheme, split_tag
 from seqlab.data.sentence import Sentence
+from seqlab.errors import SeqlabError
 
 log = logging.getLogger("seqlab")
 
@@ -51,4 +52,18 @@ def load_corpus(data: DataConfig, data_root: str | None = None) -> Corpus:
         scheme = "none"
     else:
         scheme = normalize_scheme(data.scheme)
+    for split in (train, dev, test):
+        check_labels(split, scheme)
     return Corpus(train, dev, test, scheme)
+
+
+def check_labels(sentences: list[Sentence], scheme: str) -> None:
+    """Every label of a chunk scheme is O or has a B-, I-, M-, E-, S- prefix; the first that is not is an
+    error naming its file and line."""
+    if scheme == "none":
+        return
+    for s in sentences:
+        for k, label in enumerate(s.labels or ()):
+            if split_tag(label) is None:
+                raise SeqlabError(f"label {label!r} is not a {scheme} tag (expected O or a B-, I-, M-, E-, S- "
+                                  f"prefix)", path=s.source, line=s.line + k)
