@@ -217,7 +217,7 @@ def cmd_predict(args) -> None:
                     sys.stdout)
         return
     for pred in tagger.predict(sentences, args.batch_size, nbest=args.nbest, explain=args.explain,
-                               max_length=args.max_length):
+                               max_length=args.max_length, confidence=True):
         print(json.dumps(pred.to_dict(), ensure_ascii=False))
 
 

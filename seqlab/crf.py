@@ -227,11 +227,10 @@ class CRF(nn.Module):
 
     # ------------------------------------------------------------------ inference
 
-    def marginals(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Posterior tag marginals p(y_t = j | x), (batch, seq_len, num_tags), by forward-backward.
-        Rows sum to 1 on real tokens and are 0 on padding. Differentiable."""
-        mask = self._check(emissions, mask)
-        seq_len = emissions.shape[1]
+    def _forward_backward(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """On trimmed inputs: log alphas and log betas (batch, max_len, num_tags), log Z (batch,) and the
+        trimmed mask. alpha_t[j] scores every prefix ending in j at t (emission at t included); beta_t[j]
+        every suffix after t given j at t (emission at t excluded)."""
         emissions, mask, _ = self._trim(emissions, mask)
         trans, _, end = self._potentials()
         alpha, alphas = self._forward_alphas(emissions, mask, keep=True)
@@ -246,11 +245,41 @@ class CRF(nn.Module):
             beta = torch.where(mask_t[:, t + 1], nxt, beta)
             betas.append(beta)
         betas.reverse()
-        log_post = torch.stack(alphas, 1) + torch.stack(betas, 1) - log_z[:, None, None]  # (batch, max_len, num_tags)
-        probs = log_post.exp().masked_fill(~mask_t, 0.0)
+        return torch.stack(alphas, 1), torch.stack(betas, 1), log_z, mask
+
+    def marginals(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Posterior tag marginals p(y_t = j | x), (batch, seq_len, num_tags), by forward-backward.
+        Rows sum to 1 on real tokens and are 0 on padding. Differentiable."""
+        mask = self._check(emissions, mask)
+        seq_len = emissions.shape[1]
+        alphas, betas, log_z, mask = self._forward_backward(emissions, mask)
+        log_post = alphas + betas - log_z[:, None, None]  # (batch, max_len, num_tags)
+        probs = log_post.exp().masked_fill(~mask.unsqueeze(2), 0.0)
         if probs.shape[1] < seq_len:
             probs = nn.functional.pad(probs, (0, 0, 0, seq_len - probs.shape[1]))
         return probs
+
+    @torch.no_grad()
+    def segment_probs(self, emissions: Tensor, mask: Tensor, tags: Tensor,
+                      segments: list[list[tuple[int, int]]]) -> list[list[float]]:
+        """p(y_a .. y_{b-1} = tags[a:b] | x) for each segment (a, b) of each sentence: the posterior
+        probability that the sentence has exactly these tags there, whatever it has elsewhere
+        (alpha_a + the path's scores inside + beta_{b-1} - log Z)."""
+        mask = self._check(emissions, mask)
+        alphas, betas, log_z, _ = self._forward_backward(emissions, mask)
+        trans = self._potentials()[0]
+        out = []
+        for row, spans in enumerate(segments):
+            path = tags[row]
+            emit = emissions[row].gather(1, path[:, None]).squeeze(1)  # (seq_len,)
+            moves = trans[path[:-1], path[1:]]  # (seq_len - 1,): trans into position t + 1
+            probs = []
+            for a, b in spans:
+                inside = emit[a + 1: b].sum() + moves[a: b - 1].sum()
+                log_p = alphas[row, a, path[a]] + inside + betas[row, b - 1, path[b - 1]] - log_z[row]
+                probs.append(float(log_p.exp().clamp(max=1.0)))
+            out.append(probs)
+        return out
 
     @torch.no_grad()
     def viterbi_tags(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:

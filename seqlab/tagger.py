@@ -21,6 +21,7 @@ import torch
 
 from seqlab import __version__
 from seqlab.config import ExperimentConfig
+from seqlab.context import Context
 from seqlab.crf import TagPath
 from seqlab.data.batching import Encoded, make_batches
 from seqlab.data.corpus import check_labels
@@ -29,7 +30,7 @@ from seqlab.data.schemes import IndexConverter, convert, get_spans
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_sentence
 from seqlab.data.vocab import PAD, UNK, Vocab
-from seqlab.decoders.base import TagSet
+from seqlab.decoders.base import NoExactConfidence, TagSet
 from seqlab.devices import resolve_device
 from seqlab.errors import SeqlabError
 from seqlab.features.base import Featurizer
@@ -47,6 +48,7 @@ class Span:
     start: int  # first token
     end: int  # one past the last token
     text: str
+    confidence: float | None = None  # p(the span's tags | x): exact for the CRF and softmax decoders
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Prediction:
     nbest: list[ScoredTags] | None = None
     explanation: list[LayerExplanation] | None = field(default=None, repr=False)
     split_at: list[int] | None = None  # token offsets where a sentence over max_length was cut for tagging
+    token_confidence: list[float] | None = None  # p(y_t = the predicted tag | x) per token
+    confidence_kind: str | None = None  # what the confidences are ("crf-marginal"), or why there are none
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -98,6 +102,9 @@ class _Row:
     nbest: list[TagPath] | None = None
     explanation: list[LayerExplanation] | None = None
     split_at: list[int] | None = None
+    token_conf: list[float] | None = None
+    span_conf: dict[tuple[int, int], float] | None = None  # (start, end) -> probability
+    confidence_kind: str | None = None
 
 
 def training_scheme(scheme: str, requested: str) -> str:
@@ -180,17 +187,19 @@ class Tagger:
 
     @torch.inference_mode()
     def _run(self, encoded: list[Encoded], batch_size: int | None = None, nbest: int = 0,
-             explain: bool = False, ablate: Collection[str] = ()) -> list[_Row]:
-        """One forward pass per batch gives tags, n-best paths and explanations together."""
+             explain: bool = False, ablate: Collection[str] = (), confidence: bool = False) -> list[_Row]:
+        """One forward pass per batch gives tags, n-best paths, explanations and confidences together."""
         if self.net.training:  # eval() walks every module: ~0.5 ms, a tenth of a batch-1 call
             self.net.eval()
         rows = [_Row(nbest=[] if nbest else None) for _ in encoded]
         nonempty = [i for i, e in enumerate(encoded) if e.length]
         items = [encoded[i] for i in nonempty]
         for batch in make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size):
-            out = self.net(batch.to(self.device), ablate, nbest)
+            batch = batch.to(self.device)
+            out = self.net(batch, ablate, nbest)
             best = out.decoded.tags.tolist()
             lengths = batch.lengths.tolist()
+            conf = self._confidence(batch, out, [b[:n] for b, n in zip(best, lengths)]) if confidence else None
             for row, j in enumerate(batch.index):
                 r = rows[nonempty[j]]
                 r.tags = best[row][: lengths[row]]
@@ -198,20 +207,42 @@ class Tagger:
                     r.nbest = out.nbest[row]
                 if explain:
                     r.explanation = _explain(out.published, row, lengths[row], len(self.net.encoders))
+                if conf is not None:
+                    r.confidence_kind = conf[0]
+                    if conf[1] is not None:
+                        r.token_conf, r.span_conf = conf[1][row], conf[2][row]
+        if confidence:  # sentences without tokens still say what kind of confidence the model gives
+            kind = next((r.confidence_kind for r in rows if r.confidence_kind), None)
+            for r in rows:
+                r.confidence_kind = r.confidence_kind or kind
         return rows
 
+    def _confidence(self, batch, out, paths: list[list[int]]):
+        """(kind, per-token probabilities per row, {(start, end): probability} per row) of the decoded
+        paths; (reason, None, None) when the decoder has none."""
+        itos, scheme = self.tags.itos, self.train_scheme
+        segments = [[] if scheme == "none" else [(a, b) for _, a, b in get_spans([itos[i] for i in p], scheme)]
+                    for p in paths]
+        ctx = Context(batch.mask, batch.lengths, batch.features, out.published)
+        try:
+            conf = self.net.decoder.confidence(out.features, batch.mask, ctx, out.decoded.tags, segments)
+        except NoExactConfidence as err:
+            return f"unavailable: {err}", None, None
+        return conf.kind, conf.tokens, [dict(zip(segs, probs)) for segs, probs in zip(segments, conf.spans)]
+
     def _run_capped(self, sentences: Sequence[Sentence], max_length: int | None, batch_size: int | None = None,
-                    nbest: int = 0, explain: bool = False, ablate: Collection[str] = ()) -> list[_Row]:
+                    nbest: int = 0, explain: bool = False, ablate: Collection[str] = (),
+                    confidence: bool = False) -> list[_Row]:
         """:meth:`_run` on whole sentences, or on pieces of at most ``max_length`` tokens whose tags are
         joined back (a split sentence's row has ``split_at`` set, and no n-best list or explanation:
         those do not join)."""
         if max_length is None:
-            return self._run(self.encode(sentences), batch_size, nbest, explain, ablate)
+            return self._run(self.encode(sentences), batch_size, nbest, explain, ablate, confidence)
         if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
             raise SeqlabError(f"--max-length: expected a positive integer, got {max_length!r}")
         cuts = [cut_points(s.tokens, max_length) for s in sentences]
         pieces = [p for s, c in zip(sentences, cuts) for p in (split_sentence(s, c) if c else [s])]
-        piece_rows = iter(self._run(self.encode(pieces), batch_size, nbest, explain, ablate))
+        piece_rows = iter(self._run(self.encode(pieces), batch_size, nbest, explain, ablate, confidence))
         rows = []
         for s, c in zip(sentences, cuts):
             if not c:
@@ -220,8 +251,14 @@ class Tagger:
             log.warning("%s:%d: sentence of %d tokens split at %s for tagging (max length %d)",
                         s.source, s.line, len(s.tokens), ", ".join(map(str, c)), max_length)
             joined = _Row(split_at=c)
-            for _ in range(len(c) + 1):
-                joined.tags += next(piece_rows).tags
+            for offset in [0, *c]:
+                piece = next(piece_rows)
+                joined.tags += piece.tags
+                joined.confidence_kind = piece.confidence_kind
+                if piece.token_conf is not None:
+                    joined.token_conf = (joined.token_conf or []) + piece.token_conf
+                    joined.span_conf = {**(joined.span_conf or {}),
+                                        **{(a + offset, b + offset): p for (a, b), p in piece.span_conf.items()}}
             rows.append(joined)
         return rows
 
@@ -231,21 +268,24 @@ class Tagger:
         return [self.to_labels(r.tags) for r in self._run_capped(sentences, max_length, batch_size, ablate=ablate)]
 
     def predict(self, inputs, batch_size: int | None = None, nbest: int | None = None,
-                explain: bool = False, max_length: int | None = None) -> list[Prediction]:
+                explain: bool = False, max_length: int | None = None, confidence: bool = False) -> list[Prediction]:
         """Tag raw strings (whitespace-tokenized; one char per token for character models), token lists or
         :class:`Sentence` objects. Returns one :class:`Prediction` per input with tags and spans, and the
-        n best tag sequences and the attention layers' explanations when asked for. With ``max_length``,
-        longer sentences are tagged in pieces and say so in ``split_at``."""
+        n best tag sequences, the attention layers' explanations and the probabilities of the predicted spans and
+        tags (``confidence``) when asked for. With ``max_length``, longer sentences are tagged in pieces and say
+        so in ``split_at``."""
         sentences = self._as_sentences(inputs)
-        rows = self._run_capped(sentences, max_length, batch_size, nbest or 0, explain)
+        rows = self._run_capped(sentences, max_length, batch_size, nbest or 0, explain, confidence=confidence)
         joiner = "" if self.config.data.format == "bmes" else " "
         preds = []
         for s, r in zip(sentences, rows):
             tags = self.to_labels(r.tags)
             spans = [] if self.scheme == "none" else [
-                Span(typ, a, b, joiner.join(s.tokens[a:b])) for typ, a, b in get_spans(tags, self.scheme)]
+                Span(typ, a, b, joiner.join(s.tokens[a:b]), None if r.span_conf is None else r.span_conf.get((a, b)))
+                for typ, a, b in get_spans(tags, self.scheme)]
             paths = None if r.nbest is None else [ScoredTags(self.to_labels(p.tags), p.score) for p in r.nbest]
-            preds.append(Prediction(s.tokens, tags, spans, paths, r.explanation, r.split_at))
+            preds.append(Prediction(s.tokens, tags, spans, paths, r.explanation, r.split_at, r.token_conf,
+                                    r.confidence_kind))
         return preds
 
     def set_beam(self, beam: int) -> None:

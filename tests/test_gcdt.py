@@ -186,6 +186,9 @@ def test_gcdt_overfits_saves_loads(gcdt_run, tmp_path):
     pred = tagger.predict(["He reckons the deficit will narrow ."], nbest=3)[0]
     assert pred.nbest[0].tags == pred.tags and len(pred.nbest) == 3
     assert pred.nbest[0].score >= pred.nbest[1].score >= pred.nbest[2].score
+    pred = tagger.predict(["He reckons the deficit will narrow ."], confidence=True)[0]
+    assert pred.confidence_kind.startswith("unavailable: the LabelDTDecoder has no exact")  # says why, no guess
+    assert pred.token_confidence is None and all(s.confidence is None for s in pred.spans)
 
 
 @pytest.mark.parametrize("placement,global_input", [("decoder_input", "decoder_input"),

@@ -57,6 +57,21 @@ class NoExactNBest(SeqlabError):
     """The decoder cannot enumerate its k best paths exactly."""
 
 
+class NoExactConfidence(SeqlabError):
+    """The decoder has no exact probabilities for tokens and spans."""
+
+
+@dataclass
+class Confidence:
+    """Posterior probabilities of a decoded path: ``tokens[i][t]`` = p(y_t = the path's tag at t | x), and
+    ``spans[i][k]`` = p(y_a .. y_{b-1} = the path's tags there | x) for the k-th segment (a, b) asked for.
+    ``kind`` says what they are (e.g. "crf-marginal")."""
+
+    tokens: list[list[float]]
+    spans: list[list[float]]
+    kind: str
+
+
 class DecoderConfig(LayerConfig):
     """Base of decoder configs: a ``type`` literal, ``check`` and ``build``."""
 
@@ -87,3 +102,9 @@ class Decoder(nn.Module):
     def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
         """Per-token tag probabilities (batch, seq, num_tags), zero on padding."""
         raise SeqlabError(f"the {type(self).__name__} gives no per-token marginals")
+
+    def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
+                   segments: list[list[tuple[int, int]]]) -> Confidence:
+        """Probabilities of the decoded ``tags`` (batch, seq) per token and per segment (a, b) of each
+        sentence; :class:`NoExactConfidence` when the decoder has no exact ones."""
+        raise NoExactConfidence(f"the {type(self).__name__} has no exact token or span probabilities")

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.crf import CRF, TagPath
-from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagSet
+from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, DecoderConfig, TagSet
 
 
 @DECODERS.register
@@ -44,3 +44,12 @@ class CRFDecoder(Decoder):
 
     def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
         return self.crf.marginals(self.proj(features), mask)
+
+    def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
+                   segments: list[list[tuple[int, int]]]) -> Confidence:
+        """Forward-backward marginals of the path's tags, and of each span's tag sequence."""
+        emissions = self.proj(features)  # (batch, seq, tags)
+        tokens = self.crf.marginals(emissions, mask).gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq)
+        lengths = mask.sum(1).tolist()
+        return Confidence([row[:n] for row, n in zip(tokens.tolist(), lengths)],
+                          self.crf.segment_probs(emissions, mask, tags, segments), "crf-marginal")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import torch.nn.functional as F
@@ -9,7 +10,7 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.crf import TagPath, kbest_paths
-from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagSet
+from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, DecoderConfig, TagSet
 
 
 @DECODERS.register
@@ -46,3 +47,12 @@ class SoftmaxDecoder(Decoder):
 
     def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
         return self.proj(features).softmax(-1) * mask.unsqueeze(-1)
+
+    def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
+                   segments: list[list[tuple[int, int]]]) -> Confidence:
+        """Exact: tokens are independent given x, so a span's probability is the product of its tokens'."""
+        probs = self.marginals(features, mask, ctx).gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq)
+        lengths = mask.sum(1).tolist()
+        rows = [row[:n] for row, n in zip(probs.tolist(), lengths)]
+        spans = [[math.prod(row[a:b]) for a, b in segs] for row, segs in zip(rows, segments)]
+        return Confidence(rows, spans, "softmax-marginal")
