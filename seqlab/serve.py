@@ -1,30 +1,92 @@
 """HTTP JSON API over a saved model (FastAPI).
 
-    POST /predict  {"sentences": ["EU rejects German call ."], "nbest": null}
-        -> {"predictions": [{"tokens": [...], "tags": [...], "spans": [...]}]}
+    POST /predict  {"sentences": ["EU rejects German call ."], "nbest": null, "confidence": true}
+        -> {"predictions": [{"tokens": [...], "tags": [...], "spans": [{..., "confidence": 0.98}], ...}]}
     GET  /info     model description
     GET  /health   {"status": "ok"}
+    GET  /docs, /openapi.json   the schema
+
+Every request is bounded (:class:`Limits`): too many sentences or characters, or a body over the byte limit,
+get HTTP 413; malformed input gets 422 with the offending field and no echo of the input; a string with a
+lone surrogate or a NUL character, or a non-finite number, is malformed. Nothing from a request reaches a
+file path or model loading. Errors are JSON: ``{"error": "..."}`` (413), ``{"detail": [{"loc", "msg",
+"type"}]}`` (422 for malformed requests) or ``{"detail": "..."}`` (422 for input the model cannot tag).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seqlab.errors import SeqlabError
 from seqlab.tagger import Tagger
 
 
+@dataclass(frozen=True)
+class Limits:
+    max_sentences: int = 1000  # per request
+    max_chars: int = 200_000  # characters of text or tokens per request
+    max_body_bytes: int = 2_000_000  # request body
+
+
+def _clean(text: str) -> str:
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+        raise ValueError("text holds a lone surrogate (not valid Unicode)")
+    if "\x00" in text:
+        raise ValueError("text holds a NUL character")
+    return text
+
+
 class PredictRequest(BaseModel):
-    sentences: list[str | list[str]] = Field(..., max_length=10_000, description="raw strings or token lists")
-    nbest: int | None = Field(None, ge=1, le=50)
+    model_config = ConfigDict(extra="forbid")
+    sentences: list[str | list[str]] = Field(..., min_length=1, description="raw strings or token lists")
+    nbest: int | None = Field(None, ge=1, le=50, description="also return the k best tag sequences")
+    confidence: bool = Field(True, description="span and token probabilities where the decoder has them")
+    explain: bool = Field(False, description="attention weights and fusion gates of attention models")
+
+    @field_validator("sentences")
+    @classmethod
+    def _valid_text(cls, sentences: list) -> list:
+        for item in sentences:
+            for text in [item] if isinstance(item, str) else item:
+                _clean(text)
+                if not isinstance(item, str) and not text.strip():
+                    raise ValueError("a token must be a non-empty string without only spaces")
+        return sentences
 
 
-def create_app(tagger: Tagger):
+def create_app(tagger: Tagger, limits: Limits = Limits()):
     try:
-        from fastapi import FastAPI, HTTPException
+        from fastapi import FastAPI, HTTPException, Request
+        from fastapi.exceptions import RequestValidationError
+        from fastapi.responses import JSONResponse
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
     app = FastAPI(title="seqlab", version=tagger.info()["seqlab_version"])
+
+    @app.middleware("http")
+    async def body_limit(request: Request, call_next):
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limits.max_body_bytes):
+            return JSONResponse({"error": f"request body over {limits.max_body_bytes} bytes"}, status_code=413)
+        if request.method == "POST":
+            size = 0
+            chunks = []
+            async for chunk in request.stream():  # a chunked body has no content-length: count it
+                size += len(chunk)
+                if size > limits.max_body_bytes:
+                    return JSONResponse({"error": f"request body over {limits.max_body_bytes} bytes"},
+                                        status_code=413)
+                chunks.append(chunk)
+            request._body = b"".join(chunks)  # the endpoint reads the body we already consumed
+        return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, err: RequestValidationError):
+        details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "invalid"), "type": e.get("type", "")}
+                   for e in err.errors()[:10]]  # never the input itself: it may be megabytes
+        return JSONResponse({"detail": details}, status_code=422)
 
     @app.get("/health")
     def health() -> dict:
@@ -32,12 +94,19 @@ def create_app(tagger: Tagger):
 
     @app.get("/info")
     def info() -> dict:
-        return tagger.info()
+        return {**tagger.info(), "limits": limits.__dict__}
 
     @app.post("/predict")
-    def predict(req: PredictRequest) -> dict:
+    def predict(req: PredictRequest) -> dict:  # a plain def: FastAPI runs it off the event loop
+        if len(req.sentences) > limits.max_sentences:
+            return JSONResponse({"error": f"{len(req.sentences)} sentences; at most {limits.max_sentences} per "
+                                          f"request"}, status_code=413)
+        chars = sum(len(s) if isinstance(s, str) else sum(map(len, s)) for s in req.sentences)
+        if chars > limits.max_chars:
+            return JSONResponse({"error": f"{chars} characters; at most {limits.max_chars} per request"},
+                                status_code=413)
         try:
-            preds = tagger.predict(req.sentences, nbest=req.nbest)
+            preds = tagger.predict(req.sentences, nbest=req.nbest, explain=req.explain, confidence=req.confidence)
         except SeqlabError as err:
             raise HTTPException(status_code=422, detail=str(err)) from None
         return {"predictions": [p.to_dict() for p in preds]}

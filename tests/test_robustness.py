@@ -1,5 +1,5 @@
 """A table of bad inputs through the command line: data files, configs, model folders, checkpoints and command
-lines. Each must end with exit code 2 and one line naming what is wrong (the file and line, or the config key),
+lines (HTTP requests: tests/test_serve.py). Each must end with exit code 2 and one line naming what is wrong (the file and line, or the config key),
 no traceback, and nothing written where nothing should be. Runs in-process (``seqlab.cli.main``) to stay fast;
 the subprocess path is covered by tests/test_cli.py."""
 
@@ -149,6 +149,8 @@ CASES = [
     ("cli-beam-on-crf", lambda w: ["evaluate", w["model"], w["data"], "--beam", "4"], ["--beam", "no beam search"]),
     ("cli-max-length-zero", lambda w: ["predict", w["model"], w["data"], "--max-length", "0"], ["--max-length"]),
     ("cli-port", lambda w: ["serve", w["model"], "--port", "70000"], ["port"]),
+    ("cli-serve-tampered-model", lambda w: ["serve", model_with(w, "m-serve", lambda f: (f / "vocab.json").write_text(
+        "[1]", encoding="utf-8"))], ["vocab.json"]),
     ("cli-unknown-command", lambda w: ["frobnicate"], ["frobnicate"]),
     ("cli-output-into-missing-folder", lambda w: ["evaluate", w["model"], w["data"], "--output",
                                                   w["root"] / "no" / "such" / "out.txt"], ["out.txt"]),
