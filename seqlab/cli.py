@@ -50,6 +50,7 @@ _epochs = _int_in(1, 100_000)
 _batch = _int_in(1, 100_000)
 _nbest = _int_in(1, 1000)
 _length = _int_in(1, 10_000_000)
+_chunk = _int_in(1, 1_000_000)
 
 
 def _port(text: str) -> int:
@@ -102,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--batch-size", type=_batch)
     r.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     r.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
+    r.add_argument("--chunk", type=_chunk, default=2000, help="sentences read, tagged and written at a time "
+                                                              "(memory stays bounded whatever the input size)")
     r.add_argument("--max-length", type=_length, help="tag sentences longer than this many tokens in pieces "
                                                       "(each split is logged; jsonl gives split_at)")
 
@@ -173,52 +176,40 @@ def cmd_evaluate(args) -> None:
 
 
 def cmd_predict(args) -> None:
-    from seqlab.data.readers import read_conll, read_raw, write_conll
+    """Tags a file or stdin of any size in constant memory: sentences are read lazily and tagged and
+    written chunk by chunk (``--chunk`` sentences), in input order."""
+    import itertools
+
+    from seqlab.data.readers import numbered_lines, iter_conll, iter_raw, write_conll
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device)
     if args.beam:
         tagger.set_beam(args.beam)
     if args.file == "-":
-        lines = sys.stdin.read().splitlines()
-        source = "<stdin>"
+        source, numbered = "<stdin>", numbered_lines(sys.stdin.buffer, "utf-8", "<stdin>")
     else:
         path = Path(args.file)
         if not path.is_file():
             raise SeqlabError("no such file", path=path)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as err:
-            line = path.read_bytes()[: err.start].count(b"\n") + 1
-            raise SeqlabError("not UTF-8 text", path=path, line=line) from None
-        except OSError as err:
-            raise SeqlabError(f"cannot read: {err.strerror}", path=path) from None
-        source = str(path)
+        source, numbered = str(path), numbered_lines(path, "utf-8")
+    head = list(itertools.islice(numbered, 200))  # enough to tell the format
+    numbered = itertools.chain(head, numbered)
     fmt = args.input_format
     if fmt == "auto":
-        fmt = "conll" if _looks_like_conll(lines) else "raw"
+        fmt = "conll" if _looks_like_conll([text for _, text in head]) else "raw"
     chars = tagger.config.data.format == "bmes"
-    if fmt == "conll":
-        if args.file == "-":
-            import tempfile
-            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as tmp:
-                tmp.write("\n".join(lines) + "\n")
-            try:
-                sentences = read_conll(tmp.name, label_column=None)
-            finally:
-                Path(tmp.name).unlink()
-        else:
-            sentences = read_conll(args.file, label_column=None)
-    else:
-        sentences = read_raw(lines, chars=chars)
-    if not sentences:
+    sentences = iter_conll(numbered, source) if fmt == "conll" else iter_raw(numbered, source, chars)
+    tagged = 0
+    while chunk := list(itertools.islice(sentences, args.chunk)):
+        tagged += len(chunk)
+        if args.output_format == "conll" and not (args.nbest or args.explain):
+            write_conll(chunk, tagger.predict_tags(chunk, args.batch_size, max_length=args.max_length), sys.stdout)
+            continue
+        for pred in tagger.predict(chunk, args.batch_size, nbest=args.nbest, explain=args.explain,
+                                   max_length=args.max_length, confidence=True):
+            print(json.dumps(pred.to_dict(), ensure_ascii=False))
+    if not tagged:
         raise SeqlabError("no sentences to tag", path=source)
-    if args.output_format == "conll" and not (args.nbest or args.explain):
-        write_conll(sentences, tagger.predict_tags(sentences, args.batch_size, max_length=args.max_length),
-                    sys.stdout)
-        return
-    for pred in tagger.predict(sentences, args.batch_size, nbest=args.nbest, explain=args.explain,
-                               max_length=args.max_length, confidence=True):
-        print(json.dumps(pred.to_dict(), ensure_ascii=False))
 
 
 def cmd_score(args) -> None:

@@ -190,3 +190,24 @@ def test_the_table_covers_every_category():
     prefixes = {c[0].split("-")[0] for c in CASES}
     assert prefixes >= {"data", "predict", "config", "model", "resume", "cli"}
     assert len(CASES) >= 45
+
+
+def test_bulk_predict_streams_in_bounded_chunks_and_keeps_order(world, tmp_path, capsys, monkeypatch):
+    from seqlab.tagger import Tagger
+    sizes = []
+    real = Tagger.predict_tags
+
+    def spy(self, sentences, *args, **kwargs):
+        sizes.append(len(sentences))
+        return real(self, sentences, *args, **kwargs)
+    monkeypatch.setattr(Tagger, "predict_tags", spy)
+    big = tmp_path / "big.txt"
+    with big.open("w", encoding="utf-8") as f:
+        for i in range(3000):  # far more than one chunk or one batch
+            f.write(f"Sentence number {i} rose .\n")
+    capsys.readouterr()
+    assert main(["-q", "predict", str(world["model"]), str(big), "--chunk", "250"]) == 0
+    out = capsys.readouterr().out
+    blocks = [b.splitlines() for b in out.strip().split("\n\n")]
+    assert len(blocks) == 3000 and max(sizes) == 250 and len(sizes) == 12
+    assert [b[2].split()[0] for b in blocks] == [str(i) for i in range(3000)]  # input order

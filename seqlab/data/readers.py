@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -30,43 +30,50 @@ _BLANK = " \t\r\n"
 DOCSTART = "-DOCSTART-"
 
 
-def _decoded_lines(path: PathLike, encoding: str) -> Iterable[tuple[int, str]]:
-    """Yield (line number, text without line ending) for each line of ``path``."""
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
-        raise SeqlabError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise SeqlabError("is a directory, expected a file", path=path) from None
-    except OSError as err:
-        raise SeqlabError(f"cannot open file ({err.strerror})", path=path) from None
+def numbered_lines(path: PathLike | IO[bytes], encoding: str, source: str | None = None) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text without line ending) for each line of ``path`` (or of an open binary
+    file, named ``source`` in errors), lazily."""
+    if isinstance(path, (str, os.PathLike)):
+        try:
+            handle = open(path, "rb")
+        except FileNotFoundError:
+            raise SeqlabError("no such file", path=path) from None
+        except IsADirectoryError:
+            raise SeqlabError("is a directory, expected a file", path=path) from None
+        except OSError as err:
+            raise SeqlabError(f"cannot open file ({err.strerror})", path=path) from None
+        source = str(path)
+    else:
+        handle = path
     with handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode(encoding)
-            except UnicodeDecodeError:
-                raise SeqlabError(f"not valid {encoding} text", path=path, line=number) from None
-            if number == 1:
-                text = text.lstrip("\ufeff")
-            yield number, text.rstrip("\r\n")
+        try:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    text = raw.decode(encoding)
+                except UnicodeDecodeError:
+                    raise SeqlabError(f"not valid {encoding} text", path=source, line=number) from None
+                if number == 1:
+                    text = text.lstrip("\ufeff")
+                yield number, text.rstrip("\r\n")
+        except OSError as err:  # e.g. a read error on a device or a file that vanished
+            raise SeqlabError(f"cannot read ({err.strerror})", path=source) from None
 
 
-def read_column_blocks(path: PathLike, encoding: str = "utf-8", stats: dict | None = None) -> list[list[Row]]:
-    """Split a column file into sentences: a list of blocks, each a list of (line, fields).
+def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
+                       stats: dict | None = None) -> Iterator[list[Row]]:
+    """Split numbered lines of a column file into sentences, lazily: blocks of (line, fields).
 
-    Checks that every token line has as many fields as the file's first token line. Fills
-    ``stats["empty_skipped"]`` with the number of empty sentences (extra blank lines) skipped.
-    """
-    blocks: list[list[Row]] = []
+    Checks that every token line has as many fields as the file's first token line. Counts the empty
+    sentences (extra blank lines) skipped in ``stats["empty_skipped"]`` and logs them at the end."""
     block: list[Row] = []
     width: int | None = None
     empty = 0
     after_break = True  # at file start or right after a -DOCSTART- line
-    for number, text in _decoded_lines(path, encoding):
+    for number, text in numbered:
         stripped = text.strip(_BLANK)
         if not stripped:
             if block:
-                blocks.append(block)
+                yield block
                 block = []
             elif not after_break:
                 empty += 1
@@ -75,7 +82,7 @@ def read_column_blocks(path: PathLike, encoding: str = "utf-8", stats: dict | No
         fields = _FIELD_SEP.split(stripped)
         if fields[0] == DOCSTART:
             if block:
-                blocks.append(block)
+                yield block
                 block = []
             after_break = True
             continue
@@ -86,13 +93,18 @@ def read_column_blocks(path: PathLike, encoding: str = "utf-8", stats: dict | No
         block.append((number, fields))
         after_break = False
     if block:
-        blocks.append(block)
-    if not blocks:
-        raise SeqlabError("no sentences found (empty file?)", path=path)
+        yield block
     if empty:
         logger.warning("%s: skipped %d empty sentence(s) (consecutive blank lines)", path, empty)
     if stats is not None:
         stats["empty_skipped"] = empty
+
+
+def read_column_blocks(path: PathLike, encoding: str = "utf-8", stats: dict | None = None) -> list[list[Row]]:
+    """All sentences of a column file as blocks of (line, fields); see :func:`iter_column_blocks`."""
+    blocks = list(iter_column_blocks(numbered_lines(path, encoding), path, stats))
+    if not blocks:
+        raise SeqlabError("no sentences found (empty file?)", path=path)
     return blocks
 
 
@@ -126,16 +138,29 @@ def read_conll(
     ``stats``, when given, receives ``"empty_skipped"``: the number of empty sentences skipped.
     """
     blocks = read_column_blocks(path, encoding, stats)
-    first_line, first_fields = blocks[0][0]
-    width = len(first_fields)
-    token_at = _column_index(token_column, width, "token_column", path, first_line)
-    label_at = None
-    if label_column is not None:
-        label_at = _column_index(label_column, width, "label_column", path, first_line)
-        if label_at == token_at:
-            raise SeqlabError(f"label_column {label_column} is the token column", path=path, line=first_line)
-    others = [i for i in range(width) if i not in (token_at, label_at)]
-    return [_block_to_sentence(block, token_at, label_at, others, path, strip_seg_digit) for block in blocks]
+    return list(_blocks_to_sentences(blocks, path, token_column, label_column, strip_seg_digit))
+
+
+def iter_conll(numbered: Iterable[tuple[int, str]], source: str, token_column: int = 0,
+               label_column: int | None = None) -> Iterator[Sentence]:
+    """Sentences of a column file from numbered lines, lazily (bulk tagging: constant memory)."""
+    return _blocks_to_sentences(iter_column_blocks(numbered, source), source, token_column, label_column, False)
+
+
+def _blocks_to_sentences(blocks: Iterable[list[Row]], path: PathLike, token_column: int,
+                         label_column: int | None, strip_seg_digit: bool) -> Iterator[Sentence]:
+    token_at = label_at = others = None
+    for block in blocks:
+        if token_at is None:  # the first block fixes the columns
+            first_line, first_fields = block[0]
+            width = len(first_fields)
+            token_at = _column_index(token_column, width, "token_column", path, first_line)
+            if label_column is not None:
+                label_at = _column_index(label_column, width, "label_column", path, first_line)
+                if label_at == token_at:
+                    raise SeqlabError(f"label_column {label_column} is the token column", path=path, line=first_line)
+            others = [i for i in range(width) if i not in (token_at, label_at)]
+        yield _block_to_sentence(block, token_at, label_at, others, path, strip_seg_digit)
 
 
 def _block_to_sentence(
@@ -170,15 +195,18 @@ def read_raw(path_or_lines: PathLike | Iterable[str], chars: bool = False, encod
     ``path_or_lines`` is a file path or an iterable of strings (e.g. ``sys.stdin``).
     """
     if isinstance(path_or_lines, (str, os.PathLike)):
-        source, numbered = str(path_or_lines), _decoded_lines(path_or_lines, encoding)
+        source, numbered = str(path_or_lines), numbered_lines(path_or_lines, encoding)
     else:
         source, numbered = "<stdin>", enumerate(path_or_lines, start=1)
-    sentences = []
+    return list(iter_raw(numbered, source, chars))
+
+
+def iter_raw(numbered: Iterable[tuple[int, str]], source: str, chars: bool = False) -> Iterator[Sentence]:
+    """Raw-text sentences from numbered lines, lazily (see :func:`read_raw`)."""
     for number, text in numbered:
         tokens = [c for c in text if not c.isspace()] if chars else text.split()
         if tokens:
-            sentences.append(Sentence(tokens, None, source=source, line=number))
-    return sentences
+            yield Sentence(tokens, None, source=source, line=number)
 
 
 def _conll_lines(sentence: Sentence, prediction: Sequence[str]) -> list[str]:
