@@ -4,7 +4,7 @@
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
-.PHONY: run test install clean
+.PHONY: run test install browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -17,7 +17,15 @@ install: $(STAMP)
 run: $(STAMP)
 	.venv/bin/seqlab demo --out runs/demo
 
-test: $(STAMP)
+# The web viewer's end-to-end test drives Debian's chromium through Playwright. Where the browser is missing and
+# apt-get may install it (root, as on CI), it is installed; elsewhere the test is skipped and says why.
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
+	  echo "note: no chromium (apt-get install chromium): the web viewer test will be skipped"
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q -p no:cacheprovider
 
 clean:

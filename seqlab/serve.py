@@ -2,6 +2,7 @@
 
     POST /predict  {"sentences": ["EU rejects German call ."], "nbest": null, "confidence": true}
         -> {"predictions": [{"tokens": [...], "tags": [...], "spans": [{..., "confidence": 0.98}], ...}]}
+    GET  /         the web viewer: type text, see entities by type with confidences, n-best, attention maps
     GET  /info     model description
     GET  /health   {"status": "ok"}
     GET  /docs, /openapi.json   the schema
@@ -16,6 +17,7 @@ file path or model loading. Errors are JSON: ``{"error": "..."}`` (413), ``{"det
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -60,7 +62,7 @@ def create_app(tagger: Tagger, limits: Limits = Limits()):
     try:
         from fastapi import FastAPI, HTTPException, Request
         from fastapi.exceptions import RequestValidationError
-        from fastapi.responses import JSONResponse
+        from fastapi.responses import HTMLResponse, JSONResponse
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
     app = FastAPI(title="seqlab", version=tagger.info()["seqlab_version"])
@@ -87,6 +89,12 @@ def create_app(tagger: Tagger, limits: Limits = Limits()):
         details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "invalid"), "type": e.get("type", "")}
                    for e in err.errors()[:10]]  # never the input itself: it may be megabytes
         return JSONResponse({"detail": details}, status_code=422)
+
+    page = (resources.files("seqlab") / "resources" / "viewer.html").read_text(encoding="utf-8")
+
+    @app.get("/", response_class=HTMLResponse)
+    def viewer() -> str:
+        return page
 
     @app.get("/health")
     def health() -> dict:
