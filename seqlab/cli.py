@@ -7,7 +7,7 @@
     seqlab info MODEL
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
-    seqlab serve MODEL [--host 127.0.0.1] [--port 8000]
+    seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5]
     seqlab demo --out DIR
 Bad input prints one line ``error: ...`` and exits with code 2.
 """
@@ -51,6 +51,16 @@ _batch = _int_in(1, 100_000)
 _nbest = _int_in(1, 1000)
 _length = _int_in(1, 10_000_000)
 _chunk = _int_in(1, 1_000_000)
+
+
+def _wait(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 10_000:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected milliseconds in 0..10000, got '{text}'")
+    return value
 
 
 def _port(text: str) -> int:
@@ -130,10 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("sentence")
     a.add_argument("--out", required=True, help="PNG path; with several layers, -layerN is added")
 
-    v = sub.add_parser("serve", help="HTTP JSON API (POST /predict)")
+    v = sub.add_parser("serve", help="HTTP JSON API (POST /predict) and web viewer (/)")
     v.add_argument("model")
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=_port, default=8000)
+    v.add_argument("--max-batch", type=_batch, default=64, help="sentences of concurrent requests tagged together")
+    v.add_argument("--max-wait-ms", type=_wait, default=5.0, help="how long a request waits for others to join")
 
     d = sub.add_parser("demo", help="train, evaluate and use a chunker on the bundled CoNLL-2000 sample")
     d.add_argument("--out", default="runs/demo")
@@ -267,7 +279,7 @@ def cmd_analyze(args) -> None:
 
 def cmd_serve(args) -> None:
     from seqlab.serve import run_server
-    run_server(args.model, args.host, args.port)
+    run_server(args.model, args.host, args.port, args.max_batch, args.max_wait_ms)
 
 
 def cmd_demo(args) -> None:

@@ -21,6 +21,7 @@ from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from seqlab.batcher import MicroBatcher
 from seqlab.errors import SeqlabError
 from seqlab.tagger import Tagger
 
@@ -58,7 +59,9 @@ class PredictRequest(BaseModel):
         return sentences
 
 
-def create_app(tagger: Tagger, limits: Limits = Limits()):
+def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, max_wait_ms: float = 5.0):
+    """The app; concurrent requests are micro-batched (:class:`~seqlab.batcher.MicroBatcher`): up to
+    ``max_batch`` sentences collected for at most ``max_wait_ms`` go through the network in one call."""
     try:
         from fastapi import FastAPI, HTTPException, Request
         from fastapi.exceptions import RequestValidationError
@@ -90,6 +93,13 @@ def create_app(tagger: Tagger, limits: Limits = Limits()):
                    for e in err.errors()[:10]]  # never the input itself: it may be megabytes
         return JSONResponse({"detail": details}, status_code=422)
 
+    def run(sentences: list, options: tuple) -> list[dict]:
+        nbest, explain, confidence = options
+        preds = tagger.predict(sentences, nbest=nbest, explain=explain, confidence=confidence)
+        return [p.to_dict() for p in preds]
+
+    batcher = MicroBatcher(run, max_batch, max_wait_ms / 1000.0)
+    app.state.batcher = batcher
     page = (resources.files("seqlab") / "resources" / "viewer.html").read_text(encoding="utf-8")
 
     @app.get("/", response_class=HTMLResponse)
@@ -102,10 +112,11 @@ def create_app(tagger: Tagger, limits: Limits = Limits()):
 
     @app.get("/info")
     def info() -> dict:
-        return {**tagger.info(), "limits": limits.__dict__}
+        return {**tagger.info(), "limits": limits.__dict__,
+                "batching": {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "network_calls": batcher.calls}}
 
     @app.post("/predict")
-    def predict(req: PredictRequest) -> dict:  # a plain def: FastAPI runs it off the event loop
+    async def predict(req: PredictRequest) -> dict:  # the network runs in the batcher's thread
         if len(req.sentences) > limits.max_sentences:
             return JSONResponse({"error": f"{len(req.sentences)} sentences; at most {limits.max_sentences} per "
                                           f"request"}, status_code=413)
@@ -114,17 +125,34 @@ def create_app(tagger: Tagger, limits: Limits = Limits()):
             return JSONResponse({"error": f"{chars} characters; at most {limits.max_chars} per request"},
                                 status_code=413)
         try:
-            preds = tagger.predict(req.sentences, nbest=req.nbest, explain=req.explain, confidence=req.confidence)
+            preds = await batcher.submit(req.sentences, (req.nbest, req.explain, req.confidence))
         except SeqlabError as err:
             raise HTTPException(status_code=422, detail=str(err)) from None
-        return {"predictions": [p.to_dict() for p in preds]}
+        return {"predictions": preds}
 
     return app
 
 
-def run_server(model: str, host: str, port: int) -> None:
+def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0) -> None:
+    """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
+    and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
+    process would end with -15)."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs uvicorn: pip install 'seqlab[serve]'") from None
-    uvicorn.run(create_app(Tagger.load(model)), host=host, port=port, log_level="info")
+    import contextlib
+    import signal
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    app = create_app(Tagger.load(model), max_batch=max_batch, max_wait_ms=max_wait_ms)
+    Server(uvicorn.Config(app, host=host, port=port, log_level="info")).run()

@@ -85,3 +85,112 @@ def test_confidence_and_limits_in_the_api(client):
     assert all(0 < s["confidence"] <= 1 for s in pred["spans"])
     assert client.get("/info").json()["limits"]["max_sentences"] == 5
     assert client.get("/openapi.json").json()["paths"]["/predict"]
+
+
+def test_concurrent_requests_share_network_calls(tmp_path_factory):
+    import threading
+
+    from seqlab.config import config_from_dict
+    from tests.conftest import SAMPLE, first_sentences
+    root = tmp_path_factory.mktemp("batch")
+    data = root / "tiny.txt"
+    data.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
+    raw = tiny_config(data).model_dump(mode="json")
+    raw["train"]["max_epochs"] = 2
+    train(config_from_dict(raw), root / "run", progress=False)
+    tagger = Tagger.load(root / "run" / "model")
+    texts = [f"Stocks of company {i} rose {i} % on Monday ." for i in range(12)]
+    expected = [p.tags for p in tagger.predict(texts)]
+    app = create_app(tagger, max_batch=64, max_wait_ms=300)
+    results: dict[int, list] = {}
+    with TestClient(app) as client:
+        barrier = threading.Barrier(len(texts))
+
+        def ask(i):
+            barrier.wait()
+            results[i] = client.post("/predict", json={"sentences": [texts[i]], "confidence": False}).json()
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(texts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        calls = client.get("/info").json()["batching"]["network_calls"]
+    assert [results[i]["predictions"][0]["tags"] for i in range(len(texts))] == expected
+    assert calls < len(texts)  # merged: fewer network calls than requests
+
+
+def test_an_error_reaches_only_the_request_that_caused_it():
+    import asyncio
+
+    from seqlab.batcher import MicroBatcher
+    from seqlab.errors import SeqlabError
+
+    def run(sentences, options):
+        if "bad" in sentences:
+            raise SeqlabError("bad input")
+        return [s.upper() for s in sentences]
+
+    async def main():
+        batcher = MicroBatcher(run, max_batch=10, max_wait=0.2)
+        return await asyncio.gather(batcher.submit(["a", "b"], 0), batcher.submit(["bad"], 0),
+                                    batcher.submit(["c"], 0), batcher.submit(["d"], 1), return_exceptions=True)
+    ok1, err, ok2, other = asyncio.run(main())
+    assert ok1 == ["A", "B"] and ok2 == ["C"] and other == ["D"]
+    assert isinstance(err, SeqlabError)
+
+
+def test_sigterm_finishes_requests_in_flight_and_exits_0(tmp_path_factory):
+    import json
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    from seqlab.config import config_from_dict
+    from tests.conftest import SAMPLE, first_sentences
+    root = tmp_path_factory.mktemp("sigterm")
+    data = root / "tiny.txt"
+    data.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
+    raw = tiny_config(data).model_dump(mode="json")
+    raw["train"]["max_epochs"] = 1
+    train(config_from_dict(raw), root / "run", progress=False)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(root / "run" / "model"),
+                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(base + "/health", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        body = json.dumps({"sentences": ["The dollar fell sharply against the yen on Monday ."] * 1000,
+                           "nbest": 5, "explain": True}).encode()
+        reply = {}
+
+        def ask():
+            req = urllib.request.Request(base + "/predict", body, {"content-type": "application/json"})
+            with urllib.request.urlopen(req, timeout=120) as r:
+                reply["status"], reply["n"] = r.status, len(json.loads(r.read())["predictions"])
+
+        client = threading.Thread(target=ask)
+        client.start()
+        time.sleep(0.5)  # the request is being tagged
+        server.send_signal(signal.SIGTERM)
+        client.join(timeout=120)
+        code = server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert reply == {"status": 200, "n": 1000}
+    assert code == 0, server.stderr.read().decode()[-500:]
