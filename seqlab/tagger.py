@@ -367,6 +367,11 @@ class Tagger:
         tags = Vocab.from_list(m.tags)
         net = TaggerNet(m.config.model, featurizers,
                         TagSet(tags.itos, training_scheme(m.scheme, m.config.data.train_scheme)))
+        expected = net.state_dict()
+        for name, tensor in m.weights.items():
+            if name in expected and tensor.dtype != expected[name].dtype:
+                raise SeqlabError(f"model.safetensors: tensor '{name}' is {tensor.dtype}, the model needs "
+                                  f"{expected[name].dtype}", path=path)
         try:
             net.load_state_dict(m.weights, strict=True)
         except RuntimeError as err:

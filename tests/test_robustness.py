@@ -129,6 +129,8 @@ CASES = [
      ["model.safetensors"]),
     ("model-weights-missing", lambda w: ["predict", model_with(w, "m-now", lambda f: (f / "model.safetensors")
                                          .unlink()), w["data"]], ["model.safetensors"]),
+    ("model-integer-weights", lambda w: ["predict", model_with(w, "m-int", retype_first_weight), w["data"]],
+     ["model.safetensors", "torch.int64", "torch.float32"]),
     ("model-is-a-file", lambda w: ["info", w["data"]], ["tiny.txt"]),
     ("model-bad-zip", lambda w: ["info", bad_file(w["root"], "m.zip", b"PK\x03\x04 not a zip")], ["m.zip"]),
     # ---- checkpoints ----
@@ -158,6 +160,14 @@ CASES = [
     ("cli-train-out-onto-a-file", lambda w: ["train", w["config"], "--out", w["data"]], ["tiny.txt"]),
     ("cli-seeds-garbage", lambda w: ["train", w["config"], "--out", w["root"] / "o15", "--seeds", "1,x"], ["--seeds"]),
 ]
+
+
+def retype_first_weight(folder: Path) -> None:
+    from safetensors.torch import load_file, save_file
+    weights = load_file(folder / "model.safetensors")
+    first = sorted(weights)[0]
+    weights[first] = weights[first].long()  # same name and shape, wrong dtype
+    save_file(weights, folder / "model.safetensors")
 
 
 def copy_run(world, name: str, edit) -> Path:
