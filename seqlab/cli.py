@@ -8,6 +8,7 @@
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
     seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5]
+    seqlab export MODEL --format onnx --out model.onnx
     seqlab demo --out DIR
 Bad input prints one line ``error: ...`` and exits with code 2.
 """
@@ -147,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-batch", type=_batch, default=64, help="sentences of concurrent requests tagged together")
     v.add_argument("--max-wait-ms", type=_wait, default=5.0, help="how long a request waits for others to join")
 
+    x = sub.add_parser("export", help="the network as ONNX (run with onnxruntime; decoding step in NumPy)")
+    x.add_argument("model")
+    x.add_argument("--format", choices=["onnx"], default="onnx")
+    x.add_argument("--out", required=True, help="the .onnx file to write")
+
     d = sub.add_parser("demo", help="train, evaluate and use a chunker on the bundled CoNLL-2000 sample")
     d.add_argument("--out", default="runs/demo")
     d.add_argument("--max-epochs", type=_epochs)
@@ -277,6 +283,16 @@ def cmd_analyze(args) -> None:
         print(format_analysis(parts), end="")
 
 
+def cmd_export(args) -> None:
+    from seqlab.export import export_onnx
+    out = Path(args.out)
+    if out.is_dir():
+        raise SeqlabError("--out names a folder; export writes one .onnx file", path=out)
+    if not out.parent.is_dir():
+        raise SeqlabError("the folder of --out does not exist", path=out)
+    print(export_onnx(args.model, out))
+
+
 def cmd_serve(args) -> None:
     from seqlab.serve import run_server
     run_server(args.model, args.host, args.port, args.max_batch, args.max_wait_ms)
@@ -305,7 +321,8 @@ def cmd_demo(args) -> None:
 
 
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "score": cmd_score,
-            "info": cmd_info, "analyze": cmd_analyze, "attention": cmd_attention, "serve": cmd_serve, "demo": cmd_demo}
+            "info": cmd_info, "analyze": cmd_analyze, "attention": cmd_attention, "serve": cmd_serve,
+            "export": cmd_export, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

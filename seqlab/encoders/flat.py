@@ -143,6 +143,7 @@ class RelativeSpanEncoding(nn.Module):
         super().__init__()
         self.d_model, self.kinds, self.naive = d_model, kinds, naive
         self.w_r = nn.Linear(len(kinds) * d_model, d_model)
+        self.fixed_span: int | None = None  # set for export: tables of a fixed size, R in one piece
 
     def naive_r(self, heads: Tensor, tails: Tensor) -> Tensor:
         """The textbook R: (batch, L, L, d_model), through (batch, L, L, kinds * d_model)."""
@@ -165,6 +166,9 @@ class RelativeSpanEncoding(nn.Module):
         if self.naive:
             return torch.einsum("bhie,bije->bhij", qr, self.naive_r(heads, tails))
         b, _, length, d = qr.shape
+        if self.fixed_span is not None:  # a traced graph: no sizes read from the data
+            table, offset = self.tables(self.fixed_span, qr.device)
+            return self._block(qr, table, heads, tails, slice(None), offset)
         span = int(torch.maximum(heads.max(), tails.max()).clamp(min=0)) if heads.numel() else 0
         table, offset = self.tables(span, qr.device)
         if b * length * length * d <= WHOLE_ELEMENTS:

@@ -120,7 +120,9 @@ class CharCNN(nn.Module):
         for k, window in zip(self.kernels, self.windows):
             left = k // 2
             padded = nn.functional.pad(x, (0, 0, left, k - 1 - left))  # (words, chars + k - 1, d)
-            h = window(padded.unfold(1, k, 1).flatten(2))  # (words, chars, filters)
+            # the k shifted views stacked last = padded.unfold(1, k, 1), in a form ONNX export can trace
+            steps = torch.stack([padded[:, i: i + x.shape[1]] for i in range(k)], dim=-1)  # (words, chars, d, k)
+            h = window(steps.flatten(2))  # (words, chars, filters)
             out.append(h.masked_fill(~char_mask, float("-inf")).max(dim=1).values)  # (words, filters)
         return out[0] if len(out) == 1 else torch.cat(out, dim=-1)
 

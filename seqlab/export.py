@@ -1,0 +1,162 @@
+"""Exported models: the network as ONNX, run by onnxruntime, with the decoding step in NumPy.
+
+``seqlab export MODEL --format onnx --out model.onnx`` writes the network from the featurizers' tensors to
+the tag scores: embedder, encoder layers and the decoder's projection. Its inputs are the batch's tensors,
+named ``mask``, ``lengths`` and ``<feature>.<tensor>`` (e.g. ``word.ids``, ``char.chars``, ``char.rows``),
+with every length dynamic; its outputs are ``emissions`` (batch, seq_len, num_tags) and, for a CRF, the
+``transitions`` (from, to), ``start`` and ``end`` scores with the tag-scheme constraints already added.
+The decoding step (documented here, run by :class:`OnnxTagger`): a CRF takes the Viterbi path of
+emissions + transitions + start / end scores over each sentence's real tokens; a softmax decoder takes the
+arg-max per token. The loop over time stays outside the graph, where NumPy runs it.
+
+FLAT exports with distance tables of a fixed size (sentences up to ``MAX_SPAN`` characters) and R made in
+one piece, (batch, L, L, d_model) floats: tag long sentences in small batches.
+
+Text still needs the model folder's featurizers (vocabularies, lexicon) to become tensors, so an exported
+model is used with its model folder: ``OnnxTagger(model_dir, "model.onnx").predict_tags(sentences)``. Only
+the CRF and softmax decoders export (GCDT's beam search over a recurrent decoder does not). TorchScript is
+not offered: loading a TorchScript archive unpickles its constants, which seqlab's model files never do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from seqlab.context import Context
+from seqlab.data.batching import make_batches
+from seqlab.data.sentence import Sentence
+from seqlab.encoders.flat import RelativeSpanEncoding
+from seqlab.errors import SeqlabError
+from seqlab.io import atomic_write_bytes
+from seqlab.lstm import BiLSTM
+from seqlab.tagger import Tagger
+
+
+MAX_SPAN = 4096  # longest sentence an exported FLAT model takes (its distance tables: 4 x 8193 rows)
+
+
+class EmissionNet(nn.Module):
+    """TaggerNet without the decoding loop: (mask, lengths, feature tensors...) -> emissions [+ CRF scores]."""
+
+    def __init__(self, tagger: Tagger, names: list[tuple[str, str]]):
+        super().__init__()
+        self.net, self.names = tagger.net, names
+        decoder = tagger.net.decoder
+        if not hasattr(decoder, "proj"):
+            raise SeqlabError(f"export: the {type(decoder).__name__} does not export (only the CRF and softmax "
+                              f"decoders do)")
+        self.crf = getattr(decoder, "crf", None)
+
+    def forward(self, mask: Tensor, lengths: Tensor, *tensors: Tensor):
+        inputs: dict[str, dict[str, Tensor]] = {}
+        for (feature, name), tensor in zip(self.names, tensors):
+            inputs.setdefault(feature, {})[name] = tensor
+        ctx = Context(mask, lengths, inputs)
+        x = self.net.embedder(ctx)
+        for i, layer in enumerate(self.net.encoders):
+            ctx.scope = f"encoders.{i}."
+            x = layer(x, ctx)
+        emissions = self.net.decoder.proj(x)  # (batch, seq_len, num_tags)
+        if self.crf is None:
+            return emissions
+        trans, start, end = self.crf._potentials()
+        return emissions, trans, start, end
+
+
+def _sample_batch(tagger: Tagger):
+    sentences = [Sentence(["Export", "sample", "sentence", "one", "."]), Sentence(["Two", "words"])]
+    return make_batches(tagger.encode(sentences), tagger.featurizers, 8)[0]
+
+
+def export_onnx(model: str | Path, out: str | Path) -> Path:
+    """Write the ONNX graph of ``model``'s network to ``out`` (atomically) and check it with onnxruntime."""
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise SeqlabError("export needs onnx and onnxruntime: pip install 'seqlab[export]'") from None
+    tagger = Tagger.load(model)
+    batch = _sample_batch(tagger)
+    names = [(f, n) for f, tensors in batch.features.items() for n in tensors]
+    wrapper = EmissionNet(tagger, names).eval()
+    lstms = [m for m in tagger.net.modules() if isinstance(m, BiLSTM)]
+    saved = [m.packed_inference for m in lstms]
+    for m in lstms:  # the packed-sequence path does not trace; the padded path gives the same real steps
+        m.packed_inference = False
+    for m in tagger.net.modules():  # FLAT's R sizes its distance tables from the data: fix them for tracing
+        if isinstance(m, RelativeSpanEncoding):
+            m.fixed_span = MAX_SPAN
+    input_names = ["mask", "lengths"] + [f"{f}.{n}" for f, n in names]
+    output_names = ["emissions"] + (["transitions", "start", "end"] if wrapper.crf is not None else [])
+    args = (batch.mask, batch.lengths, *(batch.features[f][n] for f, n in names))
+    dynamic = {name: {i: f"{name}_d{i}" for i in range(t.dim())} for name, t in zip(input_names, args)}
+    dynamic["emissions"] = {0: "batch", 1: "seq_len"}
+    import io
+    buf = io.BytesIO()
+    try:
+        with torch.no_grad():
+            torch.onnx.export(wrapper, args, buf, input_names=input_names, output_names=output_names,
+                              dynamic_axes=dynamic, opset_version=17, dynamo=False)
+    finally:
+        for m, flag in zip(lstms, saved):
+            m.packed_inference = flag
+    out = Path(out)
+    atomic_write_bytes(out, buf.getvalue())
+    return out
+
+
+class OnnxTagger:
+    """A model folder's featurizers + an exported ONNX network on onnxruntime + NumPy decoding."""
+
+    def __init__(self, model: str | Path, onnx_file: str | Path, threads: int | None = None):
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise SeqlabError("running an exported model needs onnxruntime: pip install onnxruntime") from None
+        self.tagger = Tagger.load(model)
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        try:
+            self.session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime raises its own types
+            raise SeqlabError(f"not a loadable ONNX model: {str(err).splitlines()[0][:200]}", path=onnx_file) from None
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def predict_tags(self, sentences: Sequence[Sentence], batch_size: int = 64) -> list[list[str]]:
+        t = self.tagger
+        encoded = t.encode(sentences)
+        rows: list[list[int]] = [[] for _ in encoded]
+        nonempty = [i for i, e in enumerate(encoded) if e.length]
+        for batch in make_batches([encoded[i] for i in nonempty], t.featurizers, batch_size):
+            core = {"mask": batch.mask, "lengths": batch.lengths}
+            feed = {}
+            for name in self.inputs:  # the graph keeps only the inputs it uses
+                feature, _, tensor = name.partition(".")
+                feed[name] = (core[name] if name in core else batch.features[feature][tensor]).numpy()
+            outputs = self.session.run(None, feed)
+            emissions, lengths = outputs[0], batch.lengths.tolist()
+            for row, j in enumerate(batch.index):
+                n = lengths[row]
+                scores = emissions[row, :n]
+                rows[nonempty[j]] = (viterbi(scores, *outputs[1:4]) if len(outputs) == 4
+                                     else scores.argmax(-1).tolist())
+        return [t.to_labels(r) for r in rows]
+
+
+def viterbi(emissions: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[int]:
+    """The best path of one sentence: emissions (n, tags); trans (from, to); start, end (tags,)."""
+    score = start + emissions[0]  # (tags,)
+    back = []
+    for t in range(1, len(emissions)):
+        total = score[:, None] + trans  # (from, to)
+        back.append(total.argmax(0))
+        score = total.max(0) + emissions[t]
+    best = [int((score + end).argmax())]
+    for pointers in reversed(back):
+        best.append(int(pointers[best[-1]]))
+    return best[::-1]
