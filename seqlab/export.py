@@ -20,6 +20,8 @@ not offered: loading a TorchScript archive unpickles its constants, which seqlab
 
 from __future__ import annotations
 
+import importlib.util
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -75,10 +77,8 @@ def _sample_batch(tagger: Tagger):
 
 def export_onnx(model: str | Path, out: str | Path) -> Path:
     """Write the ONNX graph of ``model``'s network to ``out`` (atomically) and check it with onnxruntime."""
-    try:
-        import onnx  # noqa: F401
-    except ImportError:
-        raise SeqlabError("export needs onnx and onnxruntime: pip install 'seqlab[export]'") from None
+    if importlib.util.find_spec("onnx") is None:
+        raise SeqlabError("export needs onnx and onnxruntime: pip install 'seqlab[export]'")
     tagger = Tagger.load(model)
     batch = _sample_batch(tagger)
     names = [(f, n) for f, tensors in batch.features.items() for n in tensors]
@@ -95,7 +95,6 @@ def export_onnx(model: str | Path, out: str | Path) -> Path:
     args = (batch.mask, batch.lengths, *(batch.features[f][n] for f, n in names))
     dynamic = {name: {i: f"{name}_d{i}" for i in range(t.dim())} for name, t in zip(input_names, args)}
     dynamic["emissions"] = {0: "batch", 1: "seq_len"}
-    import io
     buf = io.BytesIO()
     try:
         with torch.no_grad():

@@ -1,0 +1,56 @@
+"""Inference speed of an exported ONNX model (onnxruntime) against eager PyTorch, same process, alternating.
+
+    python benchmarks/export_speed.py MODEL DATA [--threads 2] [--reps 3]
+
+Exports MODEL to a temporary file, checks both give identical tags on DATA (CoNLL columns, or BMES for
+character models), then times predict_tags at batch 1 and 64, repetitions alternating, and prints the
+medians in sentences/s. Run it on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("data")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    import torch
+
+    from seqlab.data.corpus import read_file
+    from seqlab.export import OnnxTagger, export_onnx
+    from seqlab.tagger import Tagger
+    torch.set_num_threads(args.threads)
+    eager = Tagger.load(args.model)
+    sentences = read_file(Path(args.data), eager.config.data, labeled=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        export_onnx(args.model, Path(tmp) / "m.onnx")
+        onnx = OnnxTagger(args.model, Path(tmp) / "m.onnx", threads=args.threads)
+        same = onnx.predict_tags(sentences) == eager.predict_tags(sentences)
+        times: dict[tuple[str, int], list[float]] = {}
+        for _ in range(args.reps):
+            for batch in (1, 64):
+                for name, run in (("eager", lambda b: eager.predict_tags(sentences, b)),
+                                  ("onnxruntime", lambda b: onnx.predict_tags(sentences, b))):
+                    start = time.perf_counter()
+                    run(batch)
+                    times.setdefault((name, batch), []).append(len(sentences) / (time.perf_counter() - start))
+    print(f"{args.model} on {args.data}: {len(sentences)} sentences, {args.threads} threads, identical tags: {same}")
+    print("| engine | batch 1 (sent/s) | batch 64 (sent/s) |\n|---|---|---|")
+    for name in ("eager", "onnxruntime"):
+        print(f"| {name} | {statistics.median(times[(name, 1)]):.0f} | {statistics.median(times[(name, 64)]):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
