@@ -34,6 +34,15 @@ def train_tiny(tmp_path_factory, name: str, make_config) -> tuple[Path, Path, ob
     return path, root / "run", train(make_config(path), root / "run", progress=False)
 
 
+@pytest.fixture(scope="session")
+def shared_tiny_model(tmp_path_factory) -> tuple[Path, Path]:
+    """(20-sentence corpus, model folder) of one BiLSTM-CRF chunker trained once for the whole session (12
+    epochs: it finds chunks), for tests that only use a trained model. Tests must not modify the folder."""
+    path, run, _ = train_tiny(tmp_path_factory, "shared", lambda p: tiny_config(
+        p, train={**tiny_config(p).train.model_dump(), "max_epochs": 12}))
+    return path, run / "model"
+
+
 def assert_save_load_identical(model_dir: Path, data: Path, tmp_path: Path):
     """The model saved again and loaded predicts the same tags on ``data``, and one sentence per batch
     predicts what whole batches do. Returns the loaded tagger."""

@@ -13,15 +13,13 @@ from seqlab import Tagger
 from seqlab.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders.softmax import SoftmaxDecoder
-from tests.conftest import tiny_config, train_tiny
 from tests.test_crf import make_crf, rand_emissions
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    path, run, _ = train_tiny(tmp_path_factory, "conf", lambda p: tiny_config(
-        p, train={**tiny_config(p).train.model_dump(), "max_epochs": 12}))
-    return Tagger.load(run / "model"), read_conll(path, label_column=None)
+def trained(shared_tiny_model):
+    path, model = shared_tiny_model
+    return Tagger.load(model), read_conll(path, label_column=None)
 
 
 def brute_posteriors(crf, emissions, n):

@@ -6,7 +6,6 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.data.readers import read_bmes, read_conll
-from tests.conftest import tiny_config, train_tiny
 
 pytest.importorskip("onnx", reason="export needs the extra seqlab[export] (onnx, onnxruntime)")
 pytest.importorskip("onnxruntime", reason="export needs the extra seqlab[export] (onnx, onnxruntime)")
@@ -26,13 +25,12 @@ def test_numpy_viterbi_equals_the_crf(tmp_path_factory):
     assert torch.is_tensor(emissions)
 
 
-def test_exported_bilstm_crf_tags_like_the_model(tmp_path_factory, tmp_path, capsys):
-    path, run, _ = train_tiny(tmp_path_factory, "export", lambda p: tiny_config(
-        p, train={**tiny_config(p).train.model_dump(), "max_epochs": 8}))
-    assert main(["-q", "export", str(run / "model"), "--format", "onnx", "--out", str(tmp_path / "m.onnx")]) == 0
+def test_exported_bilstm_crf_tags_like_the_model(shared_tiny_model, tmp_path, capsys):
+    path, model = shared_tiny_model
+    assert main(["-q", "export", str(model), "--format", "onnx", "--out", str(tmp_path / "m.onnx")]) == 0
     sentences = read_conll(path, label_column=None)
-    expected = Tagger.load(run / "model").predict_tags(sentences)
-    onnx_tagger = OnnxTagger(run / "model", tmp_path / "m.onnx")
+    expected = Tagger.load(model).predict_tags(sentences)
+    onnx_tagger = OnnxTagger(model, tmp_path / "m.onnx")
     assert onnx_tagger.predict_tags(sentences) == expected
     assert onnx_tagger.predict_tags(sentences, batch_size=1) == expected
 

@@ -19,7 +19,7 @@ from seqlab import Tagger
 from seqlab.config import config_from_dict, load_config
 from seqlab.data.readers import read_bmes, read_chars_with_seg_digits, read_conll, read_raw
 from seqlab.errors import SeqlabError
-from tests.conftest import train_tiny, tiny_config
+from tests.conftest import tiny_config
 
 SCALE = float(os.environ.get("SEQLAB_FUZZ_SCALE", "1"))  # e.g. 20 for a deeper search than make test's
 
@@ -130,13 +130,8 @@ def test_config_loader_on_edited_real_configs(tmp_path, edits):
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    def cfg(path):
-        raw = tiny_config(path).model_dump(mode="json")
-        raw["train"]["max_epochs"] = 2
-        return config_from_dict(raw)
-    _, run, _ = train_tiny(tmp_path_factory, "fuzzmodel", cfg)
-    return run / "model"
+def tiny_model(shared_tiny_model) -> Path:
+    return shared_tiny_model[1]
 
 
 def json_paths(node, prefix=()):

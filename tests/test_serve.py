@@ -30,17 +30,9 @@ def test_predict_endpoint(tiny_corpus, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
-    from seqlab.config import config_from_dict
+def client(shared_tiny_model):
     from seqlab.serve import Limits
-    from tests.conftest import SAMPLE, first_sentences
-    root = tmp_path_factory.mktemp("serve")
-    data = root / "tiny.txt"
-    data.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
-    raw = tiny_config(data).model_dump(mode="json")
-    raw["train"]["max_epochs"] = 2
-    train(config_from_dict(raw), root / "run", progress=False)
-    return TestClient(create_app(Tagger.load(root / "run" / "model"),
+    return TestClient(create_app(Tagger.load(shared_tiny_model[1]),
                                  Limits(max_sentences=5, max_chars=300, max_body_bytes=4000)))
 
 
@@ -87,18 +79,9 @@ def test_confidence_and_limits_in_the_api(client):
     assert client.get("/openapi.json").json()["paths"]["/predict"]
 
 
-def test_concurrent_requests_share_network_calls(tmp_path_factory):
+def test_concurrent_requests_share_network_calls(shared_tiny_model):
     import threading
-
-    from seqlab.config import config_from_dict
-    from tests.conftest import SAMPLE, first_sentences
-    root = tmp_path_factory.mktemp("batch")
-    data = root / "tiny.txt"
-    data.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
-    raw = tiny_config(data).model_dump(mode="json")
-    raw["train"]["max_epochs"] = 2
-    train(config_from_dict(raw), root / "run", progress=False)
-    tagger = Tagger.load(root / "run" / "model")
+    tagger = Tagger.load(shared_tiny_model[1])
     texts = [f"Stocks of company {i} rose {i} % on Monday ." for i in range(12)]
     expected = [p.tags for p in tagger.predict(texts)]
     app = create_app(tagger, max_batch=64, max_wait_ms=300)
@@ -140,7 +123,7 @@ def test_an_error_reaches_only_the_request_that_caused_it():
     assert isinstance(err, SeqlabError)
 
 
-def test_sigterm_finishes_requests_in_flight_and_exits_0(tmp_path_factory):
+def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
     import json
     import os
     import signal
@@ -152,19 +135,11 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(tmp_path_factory):
     import urllib.request
     from pathlib import Path
 
-    from seqlab.config import config_from_dict
-    from tests.conftest import SAMPLE, first_sentences
-    root = tmp_path_factory.mktemp("sigterm")
-    data = root / "tiny.txt"
-    data.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
-    raw = tiny_config(data).model_dump(mode="json")
-    raw["train"]["max_epochs"] = 1
-    train(config_from_dict(raw), root / "run", progress=False)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(root / "run" / "model"),
+    server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(shared_tiny_model[1]),
                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -12,7 +12,6 @@ import time
 import pytest
 
 from seqlab import Tagger
-from tests.conftest import tiny_config, train_tiny
 
 pytest.importorskip("fastapi", reason="the viewer is served by the HTTP API: pip install 'seqlab[serve]'")
 uvicorn = pytest.importorskip("uvicorn", reason="the viewer is served by the HTTP API: pip install 'seqlab[serve]'")
@@ -29,9 +28,8 @@ SENTENCE = "He reckons the current account deficit will narrow to only # 1.8 bil
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    _, run, _ = train_tiny(tmp_path_factory, "viewer", tiny_config)
-    tagger = Tagger.load(run / "model")
+def server(shared_tiny_model):
+    tagger = Tagger.load(shared_tiny_model[1])
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
