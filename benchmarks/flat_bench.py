@@ -83,8 +83,7 @@ def _memory_child(data_root: str, relative: str, length: int, mode: str) -> None
     from seqlab.data.sentence import Sentence
     from seqlab.tagger import Tagger
     torch.set_num_threads(2)
-    cfg = load_config(ROOT / "configs/ner-ontonotes4-flat.yaml")
-    cfg.model.encoders[0].relative = relative
+    cfg = load_config(ROOT / "configs/ner-ontonotes4-flat.yaml", [f"model.encoders.0.relative={relative}"])
     text = [t for s in read_bmes(Path(data_root) / "ontonotes4/test.char.bmes") for t in s.tokens]
     sentence = Sentence(text[:length], ["O"] * length)
     tagger = Tagger.build(cfg, [sentence], "BMES")
@@ -111,8 +110,8 @@ def memory(data_root: str) -> None:
         for mode in ("inference", "training"):
             cells, spans = [], "?"
             for relative in ("naive", "blocked"):
-                proc = subprocess.run([sys.executable, __file__, "_child", "--data-root", data_root, relative,
-                                       str(length), mode], capture_output=True, text=True, timeout=1200)
+                proc = subprocess.run([sys.executable, __file__, "_child", relative, str(length), mode,
+                                       "--data-root", data_root], capture_output=True, text=True, timeout=1200)
                 if proc.returncode:
                     cells.append(f"failed (exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1][:60]})")
                     continue
