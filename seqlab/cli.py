@@ -1,13 +1,13 @@
 """Command line: a thin layer over the Python API.
 
-    seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...]
+    seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...] [--nproc N]
     seqlab evaluate MODEL DATA [--output FILE]
-    seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain] [--max-length N]
+    seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain] [--max-length N] [--workers N]
     seqlab score FILE [--scheme BIO]
     seqlab info MODEL
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
-    seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5]
+    seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N]
     seqlab export MODEL --format onnx --out model.onnx
     seqlab demo --out DIR
 Bad input prints one line ``error: ...`` and exits with code 2.
@@ -48,10 +48,12 @@ def _int_in(low: int, high: int):
 
 _beam = _int_in(1, 256)
 _epochs = _int_in(1, 100_000)
+_nproc = _int_in(1, 64)  # seqlab.distributed.MAX_PROCESSES
 _batch = _int_in(1, 100_000)
 _nbest = _int_in(1, 1000)
 _length = _int_in(1, 10_000_000)
 _chunk = _int_in(1, 1_000_000)
+_workers = _int_in(1, 256)
 
 
 def _wait(text: str) -> float:
@@ -92,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     t.add_argument("--data-root", help="root of the data paths in the config (default $SEQLAB_DATA or ./data)")
+    t.add_argument("--nproc", type=_nproc, default=1,
+                   help="data-parallel processes (DistributedDataParallel: gloo on CPU, nccl with one GPU each); "
+                        "each trains on its share of every batch, the updates are those of one process")
 
     e = sub.add_parser("evaluate", help="score a model on a labeled file")
     e.add_argument("model")
@@ -118,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                               "(memory stays bounded whatever the input size)")
     r.add_argument("--max-length", type=_length, help="tag sentences longer than this many tokens in pieces "
                                                       "(each split is logged; jsonl gives split_at)")
+    r.add_argument("--workers", type=_workers, default=1,
+                   help="processes tagging chunks in parallel, each loading the model once; the output keeps "
+                        "input order and is the same bytes as with 1")
 
     s = sub.add_parser("score", help="conlleval replacement: last two columns are gold and predicted tags")
     s.add_argument("file")
@@ -147,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--port", type=_port, default=8000)
     v.add_argument("--max-batch", type=_batch, default=64, help="sentences of concurrent requests tagged together")
     v.add_argument("--max-wait-ms", type=_wait, default=5.0, help="how long a request waits for others to join")
+    v.add_argument("--workers", type=_workers, default=1,
+                   help="server processes sharing the port, each with the model and its own micro-batching")
 
     x = sub.add_parser("export", help="the network as ONNX (run with onnxruntime; decoding step in NumPy)")
     x.add_argument("model")
@@ -174,10 +184,10 @@ def cmd_train(args) -> None:
         overrides.append(f"train.max_epochs={args.max_epochs}")
     config = load_config(args.config, overrides)
     if args.seeds:
-        summary = train_seeds(config, args.out, args.seeds, args.data_root, args.resume, not args.quiet)
+        summary = train_seeds(config, args.out, args.seeds, args.data_root, args.resume, not args.quiet, args.nproc)
         print(json.dumps(summary, indent=2))
     else:
-        result = train(config, args.out, args.data_root, args.resume, not args.quiet)
+        result = train(config, args.out, args.data_root, args.resume, not args.quiet, args.nproc)
         print(json.dumps({"best_epoch": result.best_epoch, "dev": _headline(result.dev),
                           "test": _headline(result.test), "model": str(Path(args.out) / "model")}, indent=2))
 
@@ -195,10 +205,12 @@ def cmd_evaluate(args) -> None:
 
 def cmd_predict(args) -> None:
     """Tags a file or stdin of any size in constant memory: sentences are read lazily and tagged and
-    written chunk by chunk (``--chunk`` sentences), in input order."""
+    written chunk by chunk (``--chunk`` sentences), in input order; with ``--workers N`` the chunks are
+    tagged in N processes (:mod:`seqlab.parallel`), the output unchanged."""
     import itertools
 
-    from seqlab.data.readers import numbered_lines, iter_conll, iter_raw, write_conll
+    from seqlab.data.readers import numbered_lines, iter_conll, iter_raw
+    from seqlab.parallel import PredictOptions, chunked, render_chunk, tag_in_processes
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device)
     if args.beam:
@@ -217,15 +229,15 @@ def cmd_predict(args) -> None:
         fmt = "conll" if _looks_like_conll([text for _, text in head]) else "raw"
     chars = tagger.config.data.format == "bmes"
     sentences = iter_conll(numbered, source) if fmt == "conll" else iter_raw(numbered, source, chars)
-    tagged = 0
-    while chunk := list(itertools.islice(sentences, args.chunk)):
-        tagged += len(chunk)
-        if args.output_format == "conll" and not (args.nbest or args.explain):
-            write_conll(chunk, tagger.predict_tags(chunk, args.batch_size, max_length=args.max_length), sys.stdout)
-            continue
-        for pred in tagger.predict(chunk, args.batch_size, nbest=args.nbest, explain=args.explain,
-                                   max_length=args.max_length, confidence=True):
-            print(json.dumps(pred.to_dict(), ensure_ascii=False))
+    options = PredictOptions(args.output_format, args.batch_size, args.nbest, args.explain, args.max_length)
+    if args.workers > 1:
+        tagged = tag_in_processes(args.model, chunked(sentences, args.chunk), options, args.workers,
+                                  sys.stdout.write, args.device, args.beam)
+    else:
+        tagged = 0
+        for chunk in chunked(sentences, args.chunk):
+            tagged += len(chunk)
+            sys.stdout.write(render_chunk(tagger, chunk, options))
     if not tagged:
         raise SeqlabError("no sentences to tag", path=source)
 
@@ -295,7 +307,7 @@ def cmd_export(args) -> None:
 
 def cmd_serve(args) -> None:
     from seqlab.serve import run_server
-    run_server(args.model, args.host, args.port, args.max_batch, args.max_wait_ms)
+    run_server(args.model, args.host, args.port, args.max_batch, args.max_wait_ms, args.workers)
 
 
 def cmd_demo(args) -> None:

@@ -12,10 +12,18 @@ get HTTP 413; malformed input gets 422 with the offending field and no echo of t
 lone surrogate or a NUL character, or a non-finite number, is malformed. Nothing from a request reaches a
 file path or model loading. Errors are JSON: ``{"error": "..."}`` (413), ``{"detail": [{"loc", "msg",
 "type"}]}`` (422 for malformed requests) or ``{"detail": "..."}`` (422 for input the model cannot tag).
+
+``seqlab serve MODEL --workers N`` runs N such servers in processes sharing the port (uvicorn's supervisor: the
+parent binds the socket, each worker imports :func:`app_from_env` by name and builds its own app, model and
+micro-batcher from the ``SEQLAB_SERVE_*`` variables the parent set). SIGTERM to the parent stops every worker
+gracefully (requests in flight finish) and the parent exits with status 0.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 from dataclasses import dataclass
 from importlib import resources
 
@@ -133,14 +141,52 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
     return app
 
 
-def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0) -> None:
+# What `seqlab serve --workers N` hands each worker process (they inherit the parent's environment).
+ENV_MODEL, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_THREADS = (
+    "SEQLAB_SERVE_MODEL", "SEQLAB_SERVE_MAX_BATCH", "SEQLAB_SERVE_MAX_WAIT_MS", "SEQLAB_SERVE_THREADS")
+
+
+def app_from_env():
+    """The app of one worker of ``seqlab serve --workers N``: uvicorn imports this factory by name in each
+    worker process (``seqlab.serve:app_from_env``) and calls it. The model folder and options come from
+    ``SEQLAB_SERVE_MODEL``, ``SEQLAB_SERVE_MAX_BATCH``, ``SEQLAB_SERVE_MAX_WAIT_MS`` and ``SEQLAB_SERVE_THREADS``
+    (PyTorch threads of this worker). A model that cannot be loaded ends the worker with uvicorn's start-up
+    failure status, which stops the supervisor instead of restarting the worker forever."""
+    try:
+        model = os.environ.get(ENV_MODEL)
+        if not model:
+            raise SeqlabError(f"{ENV_MODEL} is not set: the model folder to serve")
+        options = {}
+        for name, key, parse in [("max_batch", ENV_MAX_BATCH, int), ("max_wait_ms", ENV_MAX_WAIT_MS, float),
+                                 ("threads", ENV_THREADS, int)]:
+            if os.environ.get(key):
+                try:
+                    options[name] = parse(os.environ[key])
+                except ValueError:
+                    raise SeqlabError(f"{key}: expected a number, got '{os.environ[key]}'") from None
+        if "threads" in options:
+            import torch
+            torch.set_num_threads(max(1, options.pop("threads")))
+        return create_app(Tagger.load(model), **options)
+    except SeqlabError as err:
+        from uvicorn.config import STARTUP_FAILURE
+        logging.getLogger("uvicorn.error").error("error: %s", err)
+        sys.exit(STARTUP_FAILURE)
+
+
+def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0,
+               workers: int = 1) -> None:
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
-    process would end with -15)."""
+    process would end with -15). With ``workers`` > 1, that many processes serve the port
+    (:func:`app_from_env`); the signal goes to the parent, which stops them all."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs uvicorn: pip install 'seqlab[serve]'") from None
+    if workers > 1:
+        _run_workers(uvicorn, model, host, port, max_batch, max_wait_ms, workers)
+        return
     import contextlib
     import signal
 
@@ -156,3 +202,25 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
 
     app = create_app(Tagger.load(model), max_batch=max_batch, max_wait_ms=max_wait_ms)
     Server(uvicorn.Config(app, host=host, port=port, log_level="info")).run()
+
+
+def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
+                 workers: int) -> None:
+    """uvicorn's multi-process mode: the parent binds the port, starts ``workers`` spawned processes that
+    build the app from :func:`app_from_env`, restarts a worker that dies, and on SIGTERM / SIGINT sends each
+    worker SIGTERM (a graceful shutdown), waits for them and returns."""
+    import torch
+    try:
+        import fastapi  # noqa: F401 - fail here, in one line, rather than in every worker
+    except ImportError:  # pragma: no cover - optional dependency
+        raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
+    Tagger.load(model)  # a bad model folder is a one-line error here, before any worker starts
+    os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch),
+                       ENV_MAX_WAIT_MS: repr(max_wait_ms),
+                       ENV_THREADS: str(max(1, torch.get_num_threads() // workers))})
+    import inspect
+    extra = {}
+    if "timeout_worker_healthcheck" in inspect.signature(uvicorn.run).parameters:  # uvicorn >= 0.37
+        extra["timeout_worker_healthcheck"] = 60  # a worker imports PyTorch before it answers: slow on busy CPUs
+    uvicorn.run("seqlab.serve:app_from_env", factory=True, host=host, port=port, workers=workers,
+                log_level="info", **extra)

@@ -7,6 +7,9 @@ Layout of an output folder:
     curves.png          loss and dev metric per epoch
     results.json        dev and test scores of the best model
     test.predictions.txt  conlleval-format predictions of the best model on the test set
+
+Several processes (``nproc``) train data-parallel (seqlab.distributed): each on its share of every batch,
+rank 0 alone writing these files.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from tqdm import tqdm
 from seqlab.averaging import WeightAverage
 from seqlab.checkpoint import load_checkpoint, save_checkpoint
 from seqlab.config import ExperimentConfig, TrainConfig
-from seqlab.data.batching import make_batches
+from seqlab.data.batching import batch_groups
 from seqlab.data.corpus import load_corpus, read_file
 from seqlab.data.readers import write_conll
 from seqlab.data.splitting import split_long
 from seqlab.devices import resolve_device
+from seqlab.distributed import Ranks
 from seqlab.errors import SeqlabError
 from seqlab.io import append_line, atomic_write_json, atomic_write_text, recover_dir
 from seqlab.metrics import Scores
@@ -66,11 +70,16 @@ def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.NAdam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
 
 
-def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig) -> torch.Tensor:
+def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig,
+               scale: float | None = None) -> torch.Tensor:
     """One optimisation step on one batch (loss, backward, clipping, update): the per-sentence
-    losses, shape (batch,), detached."""
+    losses, shape (batch,), detached. ``scale``: a data-parallel rank's weight of its summed loss
+    (:class:`seqlab.distributed.Shard`); None: the batch's sum or mean, as ``cfg.loss_reduction`` says."""
     losses = net.loss(batch)  # (batch,)
-    loss = losses.sum() if cfg.loss_reduction == "sum" else losses.mean()
+    if scale is None:
+        loss = losses.sum() if cfg.loss_reduction == "sum" else losses.mean()
+    else:
+        loss = losses.sum() * scale
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if cfg.clip:
@@ -104,8 +113,18 @@ def scores_dict(scores: Scores) -> dict:
 
 
 def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None = None, resume: bool = False,
-          progress: bool = True) -> TrainResult:
-    """Train one model; early stopping on the dev metric; the best model is saved to ``out_dir/model``."""
+          progress: bool = True, nproc: int = 1) -> TrainResult:
+    """Train one model; early stopping on the dev metric; the best model is saved to ``out_dir/model``.
+    ``nproc`` > 1: DistributedDataParallel over that many processes, with the updates of one process."""
+    if nproc != 1:
+        from seqlab.distributed import launch
+        return launch(config, out_dir, data_root, resume, progress, nproc)
+    return train_rank(config, out_dir, data_root, resume, progress, Ranks())
+
+
+def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
+               ranks: Ranks) -> TrainResult | None:
+    """One process's part of :func:`train`: all of it, or a data-parallel rank's (None on ranks > 0)."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise SeqlabError("--out names a file; training writes a folder there", path=out)
@@ -117,7 +136,7 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     seed_everything(cfg.seed)
-    device = resolve_device(cfg.device)
+    device = ranks.place(resolve_device(cfg.device))
     corpus = load_corpus(config.data, data_root)
     if cfg.max_length:
         corpus.train, split = split_long(corpus.train, cfg.max_length, corpus.scheme)
@@ -128,9 +147,10 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     ckpt_dir = out / "checkpoint"
     extra: dict[str, torch.Tensor] = {}  # tensors the checkpoint holds besides model and optimiser
     for folder in (out / "model", ckpt_dir):  # a kill inside a folder swap leaves both copies beside it
-        note = recover_dir(folder)
+        note = recover_dir(folder) if ranks.main else None
         if note:
             log.warning(note)
+    ranks.barrier()  # the other ranks read the checkpoint once rank 0 has put it back
     if resume and (ckpt_dir / "trainer.json").is_file():
         tagger = Tagger.load(ckpt_dir, device)
         if tagger.config.model != config.model or tagger.config.data != config.data:
@@ -151,7 +171,8 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
                               f"{cfg.optimizer} ({err}); resume with the optimiser it was trained with",
                               path=ckpt_dir) from None
         torch.set_rng_state(rng)
-        _trim_log(out / "log.jsonl", state["epoch"])
+        if ranks.main:
+            _trim_log(out / "log.jsonl", state["epoch"])
         log.info("resuming from %s after epoch %d", ckpt_dir, state["epoch"])
     else:
         if resume and (out / "log.jsonl").exists():
@@ -159,18 +180,21 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
                               f"start it over (train without --resume, or into a new --out)", path=out)
         if resume:
             log.warning("no checkpoint in %s: starting from scratch", ckpt_dir)
-        if out.exists() and (out / "log.jsonl").exists():
+        if ranks.main and (out / "log.jsonl").exists():
             (out / "log.jsonl").unlink()
         tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
         state = {"epoch": 0, "best": -math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
+        if ranks.main:
+            atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
     net = tagger.net
     params = [p for p in net.parameters() if p.requires_grad]
-    average = WeightAverage(net, cfg.ema_decay) if cfg.ema_decay else None
+    extra = ranks.own_rng(extra, cfg.seed)  # ranks > 0: dropout masks of their own
+    average = WeightAverage(net, cfg.ema_decay) if cfg.ema_decay and ranks.main else None
     if average and extra:  # resuming: the average goes on from where it was
         average.load_state_tensors(extra)
+    trained = ranks.replicate(tagger)  # what the steps call .loss on: the network, or DDP around it
     train_enc = tagger.encode(corpus.train, with_tags=True)
     for name, split in (("dev", corpus.dev), ("test", corpus.test)):
         unseen = tagger.unseen_labels(split)
@@ -187,20 +211,27 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
         lr = learning_rate(cfg, epoch)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        batches = make_batches(train_enc, tagger.featurizers, cfg.batch_size, cfg.batch_tokens, shuffle=True,
-                               rng=random.Random(cfg.seed * 100_003 + epoch), length=cfg.batch_length)
+        groups = batch_groups(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
+                              rng=random.Random(cfg.seed * 100_003 + epoch), length=cfg.batch_length)
+        batches = ranks.shard(groups, train_enc, tagger.featurizers, cfg.loss_reduction)  # this rank's part of each
         net.train()
         total_loss, start = 0.0, time.perf_counter()
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{cfg.max_epochs}", disable=not progress, leave=False,
                    mininterval=0.5, unit="batch")
-        for step, batch in enumerate(bar):
+        for step, shard in enumerate(bar):
             if cfg.warmup_epochs and epoch < cfg.warmup_epochs:
                 for group in optimizer.param_groups:
                     group["lr"] = learning_rate(cfg, epoch, step, len(batches))
-            total_loss += float(train_step(net, batch.to(device), optimizer, params, cfg).sum())
+            losses = train_step(trained, shard.batch.to(device), optimizer, params, cfg, shard.scale)
+            total_loss += float(losses.sum()) if shard.counted else 0.0
             if average:
                 average.update(net)
+        total_loss = ranks.sum(total_loss)  # every rank's sentences
         train_seconds = time.perf_counter() - start
+        rank_rngs = ranks.rng_states()  # for the checkpoint
+        if not ranks.main:  # rank 0 alone scores dev, logs and saves; the others take its counters
+            state = ranks.broadcast(state)
+            continue
         scored = average.swapped_into(tagger) if average else contextlib.nullcontext()
         with scored:  # the dev score and the best model: averaged weights if there is an average
             dev_start = time.perf_counter()
@@ -224,9 +255,14 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
             state["bad_epochs"] += 1
         state["history"].append(record)
         append_line(out / "log.jsonl", json.dumps(record))
-        save_checkpoint(ckpt_dir, tagger, optimizer, state, average.state_tensors() if average else None)
+        save_checkpoint(ckpt_dir, tagger, optimizer, state,
+                        {**(average.state_tensors() if average else {}), **rank_rngs})
         log.info("epoch %d  loss %.3f  dev %s %.2f%s  %.1fs (%.0f sent/s)", epoch + 1, record["loss"], metric,
                  value, " *" if state["best_epoch"] == epoch + 1 else "", train_seconds, record["sentences_per_s"])
+        state = ranks.broadcast(state)
+
+    if not ranks.main:
+        return None
 
     plot_curves(state["history"], out / "curves.png", metric)
     best = Tagger.load(out / "model", device)
@@ -258,13 +294,14 @@ def _trim_log(path: Path, epochs: int) -> None:
 
 
 def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int], data_root: str | None = None,
-                resume: bool = False, progress: bool = True) -> dict:
-    """One run per seed in ``out_dir/seed-N``; returns and writes mean, std and max of the dev/test metric."""
+                resume: bool = False, progress: bool = True, nproc: int = 1) -> dict:
+    """One run per seed in ``out_dir/seed-N`` (each on ``nproc`` processes); returns and writes mean, std and
+    max of the dev/test metric."""
     out = Path(out_dir)
     results = []
     for seed in seeds:
         cfg = config.model_copy(update={"train": config.train.model_copy(update={"seed": seed})})
-        results.append(train(cfg, out / f"seed-{seed}", data_root, resume, progress))
+        results.append(train(cfg, out / f"seed-{seed}", data_root, resume, progress, nproc))
     metric = config.metric
     summary: dict = {"metric": metric, "seeds": seeds}
     for split in ("dev", "test"):

@@ -177,6 +177,9 @@ def test_output_paths_are_checked(model_dir, tmp_path):
     (["evaluate", "m", "d", "--beam", "x"], "1..256"),
     (["train", "c.yaml", "--out", "o", "--max-epochs", "0"], "1..100000"),
     (["serve", "m", "--port", "70000"], "1-65535"),
+    (["predict", "m", "--workers", "0"], "--workers: expected an integer in 1..256"),
+    (["predict", "m", "--workers", "100000"], "--workers: expected an integer in 1..256"),
+    (["serve", "m", "--workers", "0"], "--workers: expected an integer in 1..256"),
 ])
 def test_command_line_numbers_have_ranges(args, needle):
     proc = run(*args)

@@ -169,3 +169,104 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
             server.kill()
     assert reply == {"status": 200, "n": 1000}
     assert code == 0, server.stderr.read().decode()[-500:]
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """{pid: command line} of every process below ``pid`` (from /proc)."""
+    from pathlib import Path
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid, ...
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue  # ended while we looked
+    found, todo = {}, [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            try:
+                found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    from pathlib import Path
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie has ended; its parent (or init) only has to reap it
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc for the worker processes")
+def test_workers_share_the_port_and_sigterm_stops_them_all(shared_tiny_model, tmp_path):
+    import json
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    log = tmp_path / "serve.log"
+    with log.open("wb") as err:
+        server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(shared_tiny_model[1]),
+                                   "--port", str(port), "--workers", "2"], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=err)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while log.read_text().count("Application startup complete") < 2:  # both workers serve
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
+        workers = [p for p, cmd in _descendants(server.pid).items() if "spawn_main" in cmd]
+        assert len(workers) == 2
+        texts = [[f"Shares of company {i} rose {k} % on Monday ." for k in range(3)] for i in range(16)]
+
+        def ask(sentences):
+            body = json.dumps({"sentences": sentences, "confidence": False}).encode()
+            req = urllib.request.Request(base + "/predict", body, {"content-type": "application/json"})
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return json.loads(r.read())["predictions"]
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(ask, texts))
+        tagger = Tagger.load(shared_tiny_model[1])
+        assert answers == [json.loads(json.dumps([p.to_dict() for p in tagger.predict(t)])) for t in texts]
+        below = _descendants(server.pid)  # the workers and multiprocessing's resource tracker
+        server.send_signal(signal.SIGTERM)
+        code = server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert code == 0, log.read_text()[-2000:]
+    deadline = time.monotonic() + 10
+    while [p for p in below if _running(p)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in below if _running(p)], below  # no orphans left behind
+    assert "Traceback" not in log.read_text()
+
+
+def test_app_from_env_builds_a_worker_app_or_stops_the_supervisor(shared_tiny_model, monkeypatch, tmp_path):
+    from seqlab.serve import app_from_env
+    monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(shared_tiny_model[1]))
+    monkeypatch.setenv("SEQLAB_SERVE_MAX_BATCH", "7")
+    monkeypatch.setenv("SEQLAB_SERVE_MAX_WAIT_MS", "2.5")
+    monkeypatch.setenv("SEQLAB_SERVE_THREADS", "1")
+    info = TestClient(app_from_env()).get("/info").json()
+    assert info["batching"]["max_batch"] == 7 and info["batching"]["max_wait_ms"] == 2.5
+    monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(tmp_path / "nomodel"))
+    with pytest.raises(SystemExit) as stop:  # uvicorn's start-up failure status: no restart loop
+        app_from_env()
+    assert stop.value.code == 3

@@ -77,6 +77,14 @@ def make_batches(items: list[Encoded], featurizers: Mapping[str, Collator], batc
     """Length-bucketed batches: sort by ``length`` (tokens, or a length a featurizer reports) so padding
     is small, cut by sentence count or by a budget of padded ``length`` units, then shuffle the order
     of batches (and, for training, jitter ties) when ``shuffle``."""
+    return [collate([items[i] for i in g], g, featurizers)
+            for g in batch_groups(items, batch_size, batch_tokens, shuffle, rng, length)]
+
+
+def batch_groups(items: list[Encoded], batch_size: int | None = None, batch_tokens: int | None = None,
+                 shuffle: bool = False, rng: random.Random | None = None, length: str = TOKENS) -> list[list[int]]:
+    """The positions in ``items`` of each batch :func:`make_batches` makes, before collation (data-parallel
+    training collates each process's share of a batch only)."""
     order = list(range(len(items)))
     if shuffle:
         assert rng is not None
@@ -96,4 +104,4 @@ def make_batches(items: list[Encoded], featurizers: Mapping[str, Collator], batc
         groups.append(cur)
     if shuffle:
         rng.shuffle(groups)
-    return [collate([items[i] for i in g], g, featurizers) for g in groups]
+    return groups
