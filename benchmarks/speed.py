@@ -10,7 +10,8 @@ Training: ``--train-batches`` optimisation steps at the config's batch size (len
 as in training; each step is :func:`seqlab.training.train_step`: forward, backward, clipping with the
 config's threshold, optimiser step). Inference: the whole test set through
 ``Tagger.predict_tags`` at each ``--batch-sizes`` (encoding, network, Viterbi and conversion back to
-the input's scheme included), after one warm-up pass. Weights are freshly initialised: throughput does
+the input's scheme included), after one warm-up pass; and ("text-1") each test sentence as a raw string
+through ``Tagger.predict`` one at a time (tokenizing, tags and spans included). Weights are freshly initialised: throughput does
 not depend on their values. Run nothing else on the machine meanwhile.
 """
 
@@ -99,6 +100,16 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
         result["inference"][str(bs)] = {"sentences": len(test), "seconds": round(seconds, 2),
                                         "sentences_per_s": round(len(test) / seconds, 1),
                                         "tokens_per_s": round(test_tokens / seconds, 1)}
+    texts = [" ".join(s.tokens) for s in test]  # text in, labels and spans out: what a service sees
+    for t in texts[:200]:
+        tagger.predict([t], batch_size=1)  # warm-up
+    start = time.perf_counter()
+    for t in texts:
+        tagger.predict([t], batch_size=1)
+    seconds = time.perf_counter() - start
+    result["inference"]["text-1"] = {"sentences": len(test), "seconds": round(seconds, 2),
+                                     "sentences_per_s": round(len(test) / seconds, 1),
+                                     "tokens_per_s": round(test_tokens / seconds, 1)}
     return result
 
 

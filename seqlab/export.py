@@ -25,7 +25,6 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -37,6 +36,7 @@ from seqlab.errors import SeqlabError
 from seqlab.io import atomic_write_bytes
 from seqlab.lstm import BiLSTM
 from seqlab.tagger import Tagger
+from seqlab.viterbi import viterbi
 
 
 MAX_SPAN = 4096  # longest sentence an exported FLAT model takes (its distance tables: 4 x 8193 rows)
@@ -138,24 +138,9 @@ class OnnxTagger:
                 feature, _, tensor = name.partition(".")
                 feed[name] = (core[name] if name in core else batch.features[feature][tensor]).numpy()
             outputs = self.session.run(None, feed)
-            emissions, lengths = outputs[0], batch.lengths.tolist()
+            emissions, lengths = outputs[0], batch.lengths.numpy()  # (batch, seq_len, tags), (batch,)
+            best = (viterbi(emissions, lengths, *outputs[1:4])[0] if len(outputs) == 4
+                    else emissions.argmax(-1)).tolist()  # (batch, seq_len)
             for row, j in enumerate(batch.index):
-                n = lengths[row]
-                scores = emissions[row, :n]
-                rows[nonempty[j]] = (viterbi(scores, *outputs[1:4]) if len(outputs) == 4
-                                     else scores.argmax(-1).tolist())
+                rows[nonempty[j]] = best[row][: lengths[row]]
         return [t.to_labels(r) for r in rows]
-
-
-def viterbi(emissions: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[int]:
-    """The best path of one sentence: emissions (n, tags); trans (from, to); start, end (tags,)."""
-    score = start + emissions[0]  # (tags,)
-    back = []
-    for t in range(1, len(emissions)):
-        total = score[:, None] + trans  # (from, to)
-        back.append(total.argmax(0))
-        score = total.max(0) + emissions[t]
-    best = [int((score + end).argmax())]
-    for pointers in reversed(back):
-        best.append(int(pointers[best[-1]]))
-    return best[::-1]

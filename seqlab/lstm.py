@@ -55,11 +55,16 @@ class BiLSTM(nn.Module):
     def directions(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
         """Last layer's (forward, backward) outputs, each (batch, seq_len, hidden), in input order.
         x (batch, seq_len, input_dim) right-padded; lengths (batch,) >= 1. Padded positions: garbage."""
-        if self.packed_inference and not (self.training or torch.is_grad_enabled()):  # eval + no_grad
+        inference = not (self.training or torch.is_grad_enabled())  # eval + no_grad
+        if inference and self.packed_inference:
             packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
             out, _ = self._bidirectional_copy()(packed)
             out = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]
             return out.chunk(2, dim=-1)  # (batch, seq_len, hidden) each; padding: zeros
+        if inference and self.cross and int(lengths.min()) == x.shape[1]:
+            # no padding (batch 1, or a length bucket): both directions in one fused call, no reversals
+            out, _ = self._bidirectional_copy()(x)  # (batch, seq_len, 2 * hidden)
+            return out.chunk(2, dim=-1)
         index = reversal_index(lengths, x.shape[1])  # (batch, seq_len)
         x_f = x_b = x  # each direction's input to the current layer
         for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd)):

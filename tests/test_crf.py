@@ -306,6 +306,51 @@ def test_one_token_sentence():
     assert len(crf.decode(em2, mask)[0]) == 1
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_hand_written_log_partition_gradient_equals_autograd(seed):
+    """log Z's closed-form gradient (seqlab.crf_partition) against autograd through the recorded
+    forward recursion: every parameter and the emissions, with padding, constraints and weights."""
+    num_tags, batch, seq_len = 1 + seed % 6, 1 + seed % 4, 1 + seed % 7
+    crf = make_crf(num_tags, seed, constrained=seed % 2 == 1)
+    em, mask = padded_batch([seq_len] + [1 + (seed * 7 + b) % seq_len for b in range(batch - 1)], num_tags, seed)
+    em.requires_grad_(True)
+    weights = torch.randn(batch, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    inputs = [em, crf.transitions, crf.start_transitions, crf.end_transitions]
+    log_z = crf.log_partition(em, mask)
+    got = torch.autograd.grad((log_z * weights).sum(), inputs)
+    trimmed, tmask, _ = crf._trim(em, mask)
+    alpha, _ = crf._forward_alphas(trimmed, tmask, keep=False)
+    reference = torch.logsumexp(alpha + crf.end_transitions + crf.end_penalty, dim=1)
+    assert torch.equal(log_z, reference)  # the same forward operations, in the same order
+    expected = torch.autograd.grad((reference * weights).sum(), inputs, allow_unused=True)
+    for g, e, x in zip(got, expected, inputs):
+        torch.testing.assert_close(g, torch.zeros_like(x) if e is None else e, atol=1e-10, rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
+    """CPU decoding runs in NumPy (seqlab.viterbi); it must give the PyTorch loop's paths and scores,
+    ties included: small integer scores make many paths tie, and both pick the lowest tag index."""
+    g = torch.Generator().manual_seed(seed)
+    num_tags, batch, seq_len = 1 + seed % 6, 1 + seed % 5, 1 + seed % 8
+    crf = CRF(num_tags, torch.rand(num_tags, num_tags, generator=g) < 0.7 if seed % 2 else None)
+    integer = seed % 3 != 0
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float() if integer else torch.randn(p.shape, generator=g))
+    em = (torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float() if integer
+          else torch.randn(batch, seq_len, num_tags, generator=g))
+    lengths = torch.randint(1, seq_len + 1, (batch,), generator=g)
+    mask = torch.arange(seq_len)[None] < lengths[:, None]
+    mask[0] = True
+    tags, scores = crf.viterbi(em, mask)  # NumPy on CPU
+    ref_tags, ref_scores = crf._viterbi_torch(em, mask)
+    assert torch.equal(tags, ref_tags) and torch.equal(scores, ref_scores)
+    for b in range(batch):  # and each path really scores what it says
+        n = int(mask[b].sum())
+        assert crf.score(em[b:b + 1, :n], tags[b:b + 1, :n]).item() == pytest.approx(scores[b].item(), abs=1e-4)
+
+
 def test_mask_none_means_no_padding():
     crf = make_crf(3, seed=1)
     em = rand_emissions(2, 4, 3, seed=1)

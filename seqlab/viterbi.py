@@ -1,0 +1,52 @@
+"""Viterbi decoding of a linear-chain CRF in NumPy, for CPU inference.
+
+A decode is a loop over time steps of small array operations; for the tag sets of sequence labeling
+(tens of tags) each step costs a few microseconds in NumPy and several times that as PyTorch ops,
+whose per-call dispatch dominates. :class:`seqlab.crf.CRF` uses this on CPU without gradients; the
+exported-model runner (:mod:`seqlab.export`) uses it on onnxruntime's outputs.
+
+Ties are broken towards the lowest tag index, as ``torch.argmax`` does, and every score is the same
+float32 sum as in :meth:`seqlab.crf.CRF._viterbi_torch`, so both give the same paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start: np.ndarray,
+            end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Best path of every sentence of a right-padded batch.
+
+    ``emissions`` (batch, seq_len, num_tags); ``lengths`` (batch,) >= 1; ``trans`` (from, to);
+    ``start``, ``end`` (num_tags,). Returns the tags (batch, seq_len) int64, 0 on padding, and the
+    paths' scores (batch,)."""
+    batch, seq_len, num_tags = emissions.shape
+    steps = int(lengths.max()) if batch else 0  # steps of the longest row
+    full = int(lengths.min()) if batch else 0  # steps every row has: no masking needed before this
+    into = np.ascontiguousarray(trans.T)[None]  # (1, to, from): the reduction runs over the last axis
+    rows = np.arange(batch)
+    offsets = np.arange(batch * num_tags).reshape(batch, num_tags) * num_tags  # flat index of (row, to, 0)
+    score = start + emissions[:, 0]  # (batch, num_tags)
+    back = np.zeros((max(steps - 1, 0), batch, num_tags), dtype=np.int64)  # best "from" per (step, row, to)
+    for t in range(1, steps):
+        total = score[:, None, :] + into  # (batch, to, from)
+        best_from = total.argmax(2)  # (batch, to)
+        best = np.take(total, offsets + best_from) + emissions[:, t]  # (batch, to): the max, read back
+        score = best if t < full else np.where((t < lengths)[:, None], best, score)  # padding keeps its score
+        back[t - 1] = best_from
+    final = score + end  # (batch, num_tags)
+    tag = final.argmax(1)  # (batch,)
+    best_score = final[rows, tag]
+    tags = np.zeros((batch, seq_len), dtype=np.int64)
+    for t in range(steps - 1, -1, -1):
+        if t < full:
+            tags[:, t] = tag
+            if t:
+                tag = back[t - 1, rows, tag]
+            continue
+        inside = t < lengths  # (batch,)
+        tags[:, t] = np.where(inside, tag, 0)
+        if t:
+            tag = np.where(inside, back[t - 1, rows, tag], tag)
+    return tags, best_score
