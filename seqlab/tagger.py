@@ -31,7 +31,7 @@ from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_sentence
 from seqlab.data.vocab import PAD, UNK, Vocab
 from seqlab.decoders.base import NoExactConfidence, TagSet
-from seqlab.devices import resolve_device
+from seqlab.devices import resolve_device, threads_for
 from seqlab.errors import SeqlabError
 from seqlab.features.base import Featurizer
 from seqlab.io import atomic_write_bytes, atomic_write_dir
@@ -196,7 +196,8 @@ class Tagger:
         items = [encoded[i] for i in nonempty]
         for batch in make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size):
             batch = batch.to(self.device)
-            out = self.net(batch, ablate, nbest)
+            with threads_for(len(batch.index), self.device):
+                out = self.net(batch, ablate, nbest)
             best = out.decoded.tags.tolist()
             lengths = batch.lengths.tolist()
             conf = self._confidence(batch, out, [b[:n] for b, n in zip(best, lengths)]) if confidence else None

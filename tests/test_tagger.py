@@ -156,3 +156,23 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
     sentences = rc(run.parent / "tiny.txt", label_column=2)
     tagger.evaluate(sentences, batch_size=1000)
     assert calls == {"forward": 1, "encode": len(sentences)}
+
+
+def test_small_cpu_batches_run_on_one_thread_and_the_setting_is_restored():
+    import torch
+
+    from seqlab.devices import SMALL_BATCH, threads_for
+    before = torch.get_num_threads()
+    cpu = torch.device("cpu")
+    try:
+        torch.set_num_threads(2)
+        with threads_for(SMALL_BATCH, cpu):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        with threads_for(SMALL_BATCH + 1, cpu):
+            assert torch.get_num_threads() == 2
+        with pytest.raises(ZeroDivisionError), threads_for(1, cpu):
+            1 / 0
+        assert torch.get_num_threads() == 2  # restored on an error too
+    finally:
+        torch.set_num_threads(before)

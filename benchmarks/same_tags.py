@@ -1,0 +1,66 @@
+"""Predicted tags of trained models on whole test sets at batch 1 and 64, for comparing two checkouts.
+
+    PYTHONPATH=/tmp/base python benchmarks/same_tags.py --out /tmp/tags-base.json MODEL:DATA ...
+    PYTHONPATH=.         python benchmarks/same_tags.py --out /tmp/tags-new.json MODEL:DATA ...
+    python benchmarks/same_tags.py --compare /tmp/tags-base.json /tmp/tags-new.json
+
+DATA is a labeled file in the model's format (conll or bmes). The comparison counts sentences and
+tokens whose tags differ between the two files, per model and batch size, and between batch sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+
+def predict(pairs: list[str]) -> dict:
+    from seqlab.data.readers import read_bmes, read_conll
+    from seqlab.tagger import Tagger
+    out = {}
+    for pair in pairs:
+        model, data = pair.rsplit(":", 1)
+        tagger = Tagger.load(model)
+        if tagger.config.data.format == "bmes":
+            sentences = read_bmes(data)
+        else:
+            sentences = read_conll(data, label_column=tagger.config.data.label_column)
+        out[pair] = {str(bs): tagger.predict_tags(sentences, bs) for bs in (1, 64)}
+    return out
+
+
+def compare(a: dict, b: dict) -> dict:
+    report = {}
+    for pair in a:
+        row = {}
+        for bs in a[pair]:
+            diff = [(x, y) for x, y in zip(a[pair][bs], b[pair][bs]) if x != y]
+            row[f"batch {bs}: sentences differing"] = len(diff)
+            row[f"batch {bs}: tokens differing"] = sum(u != v for x, y in diff for u, v in zip(x, y))
+        row["sentences"] = len(a[pair]["1"])
+        row["batch 1 vs 64 (second file)"] = sum(x != y for x, y in zip(b[pair]["1"], b[pair]["64"]))
+        report[pair] = row
+    return report
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("pairs", nargs="*", help="MODEL:DATA")
+    p.add_argument("--out")
+    p.add_argument("--compare", nargs=2)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.compare:
+        a, b = (json.load(open(f)) for f in args.compare)
+        print(json.dumps(compare(a, b), indent=2))
+        return
+    result = predict(args.pairs)
+    json.dump(result, open(args.out, "w") if args.out else sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
