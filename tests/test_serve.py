@@ -123,25 +123,32 @@ def test_an_error_reaches_only_the_request_that_caused_it():
     assert isinstance(err, SeqlabError)
 
 
-def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
-    import json
+def _serve(model, *options: str, stderr):
+    """``seqlab serve MODEL OPTIONS`` as a real process on a free loopback port: (process, base URL)."""
     import os
-    import signal
     import socket
     import subprocess
     import sys
-    import threading
-    import time
-    import urllib.request
     from pathlib import Path
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(shared_tiny_model[1]),
-                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(model), "--port", str(port),
+                               *options], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
+    import json
+    import signal
+    import subprocess
+    import threading
+    import time
+    import urllib.request
+
+    server, base = _serve(shared_tiny_model[1], stderr=subprocess.PIPE)
     try:
         for _ in range(300):
             try:
@@ -204,26 +211,14 @@ def _running(pid: int) -> bool:
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc for the worker processes")
 def test_workers_share_the_port_and_sigterm_stops_them_all(shared_tiny_model, tmp_path):
     import json
-    import os
     import signal
-    import socket
-    import subprocess
-    import sys
     import time
     import urllib.request
     from concurrent.futures import ThreadPoolExecutor
-    from pathlib import Path
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     log = tmp_path / "serve.log"
     with log.open("wb") as err:
-        server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(shared_tiny_model[1]),
-                                   "--port", str(port), "--workers", "2"], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=err)
-    base = f"http://127.0.0.1:{port}"
+        server, base = _serve(shared_tiny_model[1], "--workers", "2", stderr=err)
     try:
         deadline = time.monotonic() + 90
         while log.read_text().count("Application startup complete") < 2:  # both workers serve
