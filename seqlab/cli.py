@@ -8,7 +8,7 @@
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
     seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N]
-    seqlab export MODEL --format onnx --out model.onnx
+    seqlab export MODEL --format onnx --out model.onnx      (or --format torchscript --out model.pt)
     seqlab demo --out DIR
 Bad input prints one line ``error: ...`` and exits with code 2.
 """
@@ -158,10 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--workers", type=_workers, default=1,
                    help="server processes sharing the port, each with the model and its own micro-batching")
 
-    x = sub.add_parser("export", help="the network as ONNX (run with onnxruntime; decoding step in NumPy)")
+    x = sub.add_parser("export", help="the network as ONNX (onnxruntime) or TorchScript (LibTorch); decoding "
+                                      "step in NumPy")
     x.add_argument("model")
-    x.add_argument("--format", choices=["onnx"], default="onnx")
-    x.add_argument("--out", required=True, help="the .onnx file to write")
+    x.add_argument("--format", choices=["onnx", "torchscript"], default="onnx")
+    x.add_argument("--out", required=True, help="the file to write (.onnx, or .pt for TorchScript)")
 
     d = sub.add_parser("demo", help="train, evaluate and use a chunker on the bundled CoNLL-2000 sample")
     d.add_argument("--out", default="runs/demo")
@@ -296,13 +297,13 @@ def cmd_analyze(args) -> None:
 
 
 def cmd_export(args) -> None:
-    from seqlab.export import export_onnx
+    from seqlab.export import EXPORTERS
     out = Path(args.out)
     if out.is_dir():
-        raise SeqlabError("--out names a folder; export writes one .onnx file", path=out)
+        raise SeqlabError(f"--out names a folder; export writes one {args.format} file", path=out)
     if not out.parent.is_dir():
         raise SeqlabError("the folder of --out does not exist", path=out)
-    print(export_onnx(args.model, out))
+    print(EXPORTERS[args.format](args.model, out))
 
 
 def cmd_serve(args) -> None:

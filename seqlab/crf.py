@@ -263,6 +263,13 @@ class CRF(nn.Module):
         mask = self._check(emissions, mask)
         return self._viterbi(emissions, mask)
 
+    @torch.no_grad()
+    def best_paths(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """:meth:`viterbi` without its input checks, for callers whose mask is already known to be well
+        formed (a :class:`seqlab.data.batching.Batch`'s): emissions (batch, seq_len, num_tags),
+        mask (batch, seq_len) bool, left-aligned, first column True."""
+        return self._viterbi(emissions, mask)
+
     def _viterbi(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Best paths (batch, seq_len), 0 on padding, and their scores (batch,): in NumPy on CPU (a
         several times cheaper loop, the same paths: see :mod:`seqlab.viterbi`), else in PyTorch."""

@@ -55,16 +55,27 @@ class BiLSTM(nn.Module):
     def directions(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
         """Last layer's (forward, backward) outputs, each (batch, seq_len, hidden), in input order.
         x (batch, seq_len, input_dim) right-padded; lengths (batch,) >= 1. Padded positions: garbage."""
-        inference = not (self.training or torch.is_grad_enabled())  # eval + no_grad
-        if inference and self.packed_inference:
+        both = self._fused(x, lengths)
+        if both is not None:
+            return both.chunk(2, dim=-1)  # (batch, seq_len, hidden) each
+        return self._per_direction(x, lengths)
+
+    def _fused(self, x: Tensor, lengths: Tensor) -> Tensor | None:
+        """At inference, both directions from one bidirectional kernel call, (batch, seq_len, 2 * hidden);
+        None where the per-direction path must run (training, or padding without ``packed_inference``)."""
+        if self.training or torch.is_grad_enabled():
+            return None
+        if self.packed_inference:
             packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
             out, _ = self._bidirectional_copy()(packed)
-            out = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]
-            return out.chunk(2, dim=-1)  # (batch, seq_len, hidden) each; padding: zeros
-        if inference and self.cross and int(lengths.min()) == x.shape[1]:
+            return pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]  # padding: zeros
+        if self.cross and int(lengths.min()) == x.shape[1]:
             # no padding (batch 1, or a length bucket): both directions in one fused call, no reversals
-            out, _ = self._bidirectional_copy()(x)  # (batch, seq_len, 2 * hidden)
-            return out.chunk(2, dim=-1)
+            return self._bidirectional_copy()(x)[0]
+        return None
+
+    def _per_direction(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """Each direction by its own one-way kernel, the backward one over reversed real steps."""
         index = reversal_index(lengths, x.shape[1])  # (batch, seq_len)
         x_f = x_b = x  # each direction's input to the current layer
         for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd)):
@@ -103,4 +114,5 @@ class BiLSTM(nn.Module):
 
     def forward(self, x: Tensor, lengths: Tensor) -> Tensor:
         """(batch, seq_len, 2 * hidden): both directions concatenated."""
-        return torch.cat(self.directions(x, lengths), dim=-1)
+        both = self._fused(x, lengths)
+        return both if both is not None else torch.cat(self._per_direction(x, lengths), dim=-1)

@@ -12,6 +12,13 @@ float32 sum as in :meth:`seqlab.crf.CRF._viterbi_torch`, so both give the same p
 from __future__ import annotations
 
 import numpy as np
+import torch
+
+
+#: From this many (batch x tags x tags) elements on, a step's broadcast sum runs as a PyTorch add into
+#: the same buffer: about twice as fast as NumPy's for (64, 40, 40), whose inner loops are 40 long;
+#: below it NumPy's lower per-call cost wins.
+TORCH_ADD_FROM = 8192
 
 
 def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start: np.ndarray,
@@ -27,18 +34,36 @@ def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start
     into = np.ascontiguousarray(trans.T)[None]  # (1, to, from): the reduction runs over the last axis
     rows = np.arange(batch)
     offsets = np.arange(batch * num_tags).reshape(batch, num_tags) * num_tags  # flat index of (row, to, 0)
-    score = start + emissions[:, 0]  # (batch, num_tags)
-    back = np.zeros((max(steps - 1, 0), batch, num_tags), dtype=np.int64)  # best "from" per (step, row, to)
+    emit = emissions.transpose(1, 0, 2)  # (seq_len, batch, num_tags), a view
+    score = start + emit[0]  # (batch, num_tags)
+    back = np.empty((max(steps - 1, 0), batch, num_tags), dtype=np.int64)  # best "from" per (step, row, to)
+    total = np.empty((batch, num_tags, num_tags), dtype=np.result_type(emissions, trans))  # (batch, to, from)
+    flat = total.reshape(-1)
+    if total.size >= TORCH_ADD_FROM:
+        total_t, into_t = torch.from_numpy(total), torch.from_numpy(into)  # share the arrays' memory
     for t in range(1, steps):
-        total = score[:, None, :] + into  # (batch, to, from)
+        if total.size >= TORCH_ADD_FROM:
+            torch.add(torch.from_numpy(score)[:, None, :], into_t, out=total_t)
+        else:
+            np.add(score[:, None, :], into, out=total)
         best_from = total.argmax(2)  # (batch, to)
-        best = np.take(total, offsets + best_from) + emissions[:, t]  # (batch, to): the max, read back
+        best = flat.take(best_from + offsets)  # (batch, to): the max, read back
+        best += emit[t]
         score = best if t < full else np.where((t < lengths)[:, None], best, score)  # padding keeps its score
         back[t - 1] = best_from
     final = score + end  # (batch, num_tags)
     tag = final.argmax(1)  # (batch,)
     best_score = final[rows, tag]
     tags = np.zeros((batch, seq_len), dtype=np.int64)
+    if batch == 1:  # one path: follow the pointers as Python ints, cheaper than a NumPy call per step
+        pointers = back[:, 0].tolist()  # (steps - 1, num_tags)
+        k = int(tag[0])
+        path = [k]
+        for t in range(steps - 2, -1, -1):
+            k = pointers[t][k]
+            path.append(k)
+        tags[0, :steps] = path[::-1]
+        return tags, best_score
     for t in range(steps - 1, -1, -1):
         if t < full:
             tags[:, t] = tag

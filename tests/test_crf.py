@@ -353,6 +353,28 @@ def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
         assert crf.score(em[b:b + 1, :n], tags[b:b + 1, :n]).item() == pytest.approx(scores[b].item(), abs=1e-4)
 
 
+
+@pytest.mark.parametrize("seed", range(6))
+def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
+    """Batches of (batch x tags x tags) >= seqlab.viterbi.TORCH_ADD_FROM take the PyTorch-add path of
+    the NumPy decoder; its paths and scores are the PyTorch loop's too, ties and padding included."""
+    from seqlab.viterbi import TORCH_ADD_FROM
+    g = torch.Generator().manual_seed(100 + seed)
+    num_tags, batch, seq_len = 20 + 4 * seed, 25 + 9 * seed, 3 + 5 * seed
+    assert batch * num_tags * num_tags >= TORCH_ADD_FROM
+    crf = CRF(num_tags, torch.rand(num_tags, num_tags, generator=g) < 0.8 if seed % 2 else None)
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float())
+    em = torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float()
+    lengths = torch.randint(1, seq_len + 1, (batch,), generator=g)
+    lengths[0] = seq_len if seed % 3 else lengths[0]
+    mask = torch.arange(seq_len)[None] < lengths[:, None]
+    mask[:, 0] = True
+    tags, scores = crf.viterbi(em, mask)
+    ref_tags, ref_scores = crf._viterbi_torch(em, mask)
+    assert torch.equal(tags, ref_tags) and torch.equal(scores, ref_scores)
+
 def test_mask_none_means_no_padding():
     crf = make_crf(3, seed=1)
     em = rand_emissions(2, 4, 3, seed=1)

@@ -36,7 +36,8 @@ class CRFDecoder(Decoder):
         return self.crf.nll(self.proj(features), tags, mask)
 
     def decode(self, features: Tensor, mask: Tensor, ctx: Context) -> Decoded:
-        tags, scores = self.crf.viterbi(self.proj(features), mask)  # (batch, seq), (batch,)
+        # the batch's mask is well formed: the CRF's own checks (for callers of its public API) are skipped
+        tags, scores = self.crf.best_paths(self.proj(features), mask)  # (batch, seq), (batch,)
         return Decoded(tags, scores)
 
     def nbest(self, features: Tensor, mask: Tensor, ctx: Context, k: int) -> list[list[TagPath]]:
