@@ -29,17 +29,17 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
-from contextlib import contextmanager
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
 from seqlab.context import Context
-from seqlab.devices import threads_for
 from seqlab.data.batching import make_batches
 from seqlab.data.sentence import Sentence
+from seqlab.devices import threads_for
 from seqlab.encoders.flat import RelativeSpanEncoding
 from seqlab.errors import SeqlabError
 from seqlab.io import atomic_write_bytes

@@ -39,10 +39,11 @@ def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start
     back = np.empty((max(steps - 1, 0), batch, num_tags), dtype=np.int64)  # best "from" per (step, row, to)
     total = np.empty((batch, num_tags, num_tags), dtype=np.result_type(emissions, trans))  # (batch, to, from)
     flat = total.reshape(-1)
-    if total.size >= TORCH_ADD_FROM:
+    torch_add = total.size >= TORCH_ADD_FROM
+    if torch_add:
         total_t, into_t = torch.from_numpy(total), torch.from_numpy(into)  # share the arrays' memory
     for t in range(1, steps):
-        if total.size >= TORCH_ADD_FROM:
+        if torch_add:
             torch.add(torch.from_numpy(score)[:, None, :], into_t, out=total_t)
         else:
             np.add(score[:, None, :], into, out=total)
