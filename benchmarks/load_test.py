@@ -1,7 +1,7 @@
 """Load test of `seqlab serve` on loopback: N concurrent clients for a fixed time.
 
     python benchmarks/load_test.py MODEL [--clients 16] [--seconds 20] [--data FILE] [--port 8765]
-        [--per-request K] [--no-confidence]
+        [--per-request K] [--no-confidence] [--engine torch|onnxruntime]
 
 Starts the server as a subprocess (127.0.0.1 only), sends K sentences per request (default 1, with
 confidence unless --no-confidence) from each client in a loop (sentences cycled from --data, raw text, or
@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--per-request", type=int, default=1, help="sentences in each request")
     parser.add_argument("--no-confidence", action="store_true", help="ask for tags and spans only")
+    parser.add_argument("--engine", default="torch", help="the server's --engine (torch or onnxruntime)")
     args = parser.parse_args()
     per_req = args.per_request
     texts = DEFAULT
@@ -68,7 +69,7 @@ def main() -> None:
         texts = [ln.strip() for ln in Path(args.data).read_text(encoding="utf-8").splitlines() if ln.strip()]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", args.model, "--host", "127.0.0.1",
-                               "--port", str(args.port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               "--port", str(args.port), "--engine", args.engine], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{args.port}"
     try:
         for _ in range(600):

@@ -11,7 +11,8 @@ as in training; each step is :func:`seqlab.training.train_step`: forward, backwa
 config's threshold, optimiser step). Inference: the whole test set through
 ``Tagger.predict_tags`` at each ``--batch-sizes`` (encoding, network, Viterbi and conversion back to
 the input's scheme included), after one warm-up pass; and ("text-1") each test sentence as a raw string
-through ``Tagger.predict`` one at a time (tokenizing, tags and spans included). Weights are freshly initialised: throughput does
+through ``Tagger.predict`` one at a time (tokenizing, tags and spans included). ``--engine onnxruntime``
+runs the inference figures on that engine (training is always eager PyTorch). Weights are freshly initialised: throughput does
 not depend on their values. Run nothing else on the machine meanwhile.
 """
 
@@ -42,6 +43,7 @@ def main() -> None:
     p.add_argument("--batch-sizes", default="1,64")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override for every config measured, as in `seqlab train --set`")
+    p.add_argument("--engine", default="torch", help="what runs the encoding at inference (Tagger.set_engine)")
     p.add_argument("--out")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -91,6 +93,10 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
         "inference": {},
     }
     test = corpus.test or corpus.dev
+    net.eval()
+    if args.engine != "torch":
+        tagger.set_engine(args.engine)
+        result["engine"] = args.engine
     test_tokens = sum(len(s) for s in test)
     for bs in (int(x) for x in args.batch_sizes.split(",")):
         tagger.predict_tags(test[:200], bs)  # warm-up

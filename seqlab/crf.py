@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.crf_partition import LogPartition, alpha_recursion, beta_recursion
+from seqlab.posteriors import forward_backward
 from seqlab.viterbi import viterbi
 
 __all__ = ["CRF", "DISALLOWED_SCORE", "TagPath", "kbest_paths"]
@@ -210,9 +211,13 @@ class CRF(nn.Module):
     def _forward_backward(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """On trimmed inputs: log alphas and log betas (batch, max_len, num_tags), log Z (batch,) and the
         trimmed mask. alpha_t[j] scores every prefix ending in j at t (emission at t included); beta_t[j]
-        every suffix after t given j at t (emission at t excluded)."""
+        every suffix after t given j at t (emission at t excluded). Without gradients on CPU, in NumPy
+        (:mod:`seqlab.posteriors`), returned as float64."""
         emissions, mask, _ = self._trim(emissions, mask)
         trans, start, end = self._potentials()
+        if emissions.device.type == "cpu" and not (torch.is_grad_enabled() and emissions.requires_grad):
+            fb = forward_backward(*(x.detach().numpy() for x in (emissions, mask, trans, start, end)))
+            return torch.from_numpy(fb.alphas), torch.from_numpy(fb.betas), torch.from_numpy(fb.log_z), mask
         fwd = alpha_recursion(emissions, trans, start, mask)
         log_z = torch.logsumexp(fwd.alphas[:, -1] + end, dim=1)  # (batch,)
         return fwd.alphas, beta_recursion(emissions, trans, end, mask), log_z, mask
@@ -224,7 +229,7 @@ class CRF(nn.Module):
         seq_len = emissions.shape[1]
         alphas, betas, log_z, mask = self._forward_backward(emissions, mask)
         log_post = alphas + betas - log_z[:, None, None]  # (batch, max_len, num_tags)
-        probs = log_post.exp().masked_fill(~mask.unsqueeze(2), 0.0)
+        probs = log_post.exp().masked_fill(~mask.unsqueeze(2), 0.0).to(emissions.dtype)
         if probs.shape[1] < seq_len:
             probs = nn.functional.pad(probs, (0, 0, 0, seq_len - probs.shape[1]))
         return probs
@@ -237,19 +242,45 @@ class CRF(nn.Module):
         (alpha_a + the path's scores inside + beta_{b-1} - log Z)."""
         mask = self._check(emissions, mask)
         alphas, betas, log_z, _ = self._forward_backward(emissions, mask)
+        return self._segment_probs(emissions, alphas, betas, log_z, tags, segments)
+
+    @torch.no_grad()
+    def path_confidence(self, emissions: Tensor, mask: Tensor, tags: Tensor,
+                        segments: list[list[tuple[int, int]]]) -> tuple[list[list[float]], list[list[float]]]:
+        """Per sentence, the marginal p(y_t = tags[t] | x) of each real token (as :meth:`marginals`
+        gathered at ``tags``) and the probability of each segment (as :meth:`segment_probs`), from one
+        forward-backward pass."""
+        mask = self._check(emissions, mask)
+        alphas, betas, log_z, trimmed = self._forward_backward(emissions, mask)
+        path = tags[:, : alphas.shape[1]]  # (batch, max_len)
+        log_post = (alphas + betas - log_z[:, None, None]).gather(2, path.unsqueeze(2)).squeeze(2)  # (batch, max_len)
+        tokens = [row[:n] for row, n in zip(log_post.exp().tolist(), trimmed.sum(1).tolist())]
+        return tokens, self._segment_probs(emissions, alphas, betas, log_z, tags, segments)
+
+    def _segment_probs(self, emissions: Tensor, alphas: Tensor, betas: Tensor, log_z: Tensor, tags: Tensor,
+                       segments: list[list[tuple[int, int]]]) -> list[list[float]]:
+        """All segments of the batch at once: alpha_a + the path's emissions at a+1 .. b-1 and moves into
+        them + beta_{b-1} - log Z, each segment's sums over its own positions (masked gathers)."""
+        flat = [(row, a, b) for row, spans in enumerate(segments) for a, b in spans]
+        if not flat:
+            return [[] for _ in segments]
+        n = alphas.shape[1]
+        path = tags[:, :n]  # (batch, n)
         trans = self._potentials()[0]
-        out = []
-        for row, spans in enumerate(segments):
-            path = tags[row]
-            emit = emissions[row].gather(1, path[:, None]).squeeze(1)  # (seq_len,)
-            moves = trans[path[:-1], path[1:]]  # (seq_len - 1,): trans into position t + 1
-            probs = []
-            for a, b in spans:
-                inside = emit[a + 1: b].sum() + moves[a: b - 1].sum()
-                log_p = alphas[row, a, path[a]] + inside + betas[row, b - 1, path[b - 1]] - log_z[row]
-                probs.append(float(log_p.exp().clamp(max=1.0)))
-            out.append(probs)
-        return out
+        emit = emissions[:, :n].gather(2, path.unsqueeze(2)).squeeze(2)  # (batch, n)
+        moves = trans[path[:, :-1], path[:, 1:]]  # (batch, n - 1): trans into position t + 1
+        rows, starts, ends = torch.tensor(flat, device=emissions.device).T  # (segments,) each
+        offsets = torch.arange(max(b - a for _, a, b in flat), device=emissions.device)  # (width,)
+        inner = starts[:, None] + 1 + offsets  # (segments, width): positions a + 1, a + 2, ...
+        keep = inner < ends[:, None]
+        inside = emit[rows[:, None], inner.clamp(max=n - 1)].masked_fill(~keep, 0.0).sum(1)  # (segments,)
+        if n > 1:
+            into = (inner - 1).clamp(max=n - 2)  # the move into position p is moves[p - 1]
+            inside = inside + moves[rows[:, None], into].masked_fill(~keep, 0.0).sum(1)
+        log_p = (alphas[rows, starts, path[rows, starts]] + inside
+                 + betas[rows, ends - 1, path[rows, ends - 1]] - log_z[rows])  # (segments,)
+        probs = iter(log_p.exp().clamp(max=1.0).tolist())
+        return [[next(probs) for _ in spans] for spans in segments]
 
     @torch.no_grad()
     def viterbi_tags(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:

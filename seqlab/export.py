@@ -90,18 +90,20 @@ def _traceable(tagger: Tagger):
     packed-sequence one does not trace; both give the same real steps), FLAT's distance tables at a
     fixed size (it sizes them from the data otherwise)."""
     lstms = [m for m in tagger.net.modules() if isinstance(m, BiLSTM)]
-    saved = [m.packed_inference for m in lstms]
+    spans = [m for m in tagger.net.modules() if isinstance(m, RelativeSpanEncoding)]
+    saved = [m.packed_inference for m in lstms], [m.fixed_span for m in spans]
     for m in lstms:
         m.packed_inference = False
-    for m in tagger.net.modules():
-        if isinstance(m, RelativeSpanEncoding):
-            m.fixed_span = MAX_SPAN
+    for m in spans:
+        m.fixed_span = MAX_SPAN
     try:
         with torch.no_grad():
             yield
     finally:
-        for m, flag in zip(lstms, saved):
+        for m, flag in zip(lstms, saved[0]):
             m.packed_inference = flag
+        for m, span in zip(spans, saved[1]):
+            m.fixed_span = span
 
 
 def _trace_inputs(tagger: Tagger) -> tuple[EmissionNet, list[str], list[str], tuple[Tensor, ...]]:

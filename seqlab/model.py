@@ -81,8 +81,13 @@ class TaggerNet(nn.Module):
                 known = ", ".join(self.column_names()) or "none"
                 raise SeqlabError(f"cannot ablate {', '.join(unknown)}: this model's named parts are {known}")
         x, ctx = self._encode(batch, ablate)
-        decoded = self.decoder.decode(x, batch.mask, ctx)
-        paths = self.decoder.nbest(x, batch.mask, ctx, nbest) if nbest else None
+        return self.head(x, batch.mask, ctx, nbest)
+
+    def head(self, x: Tensor, mask: Tensor, ctx: Context, nbest: int = 0) -> NetOutput:
+        """The decoder's part of :meth:`forward`, on features (batch, seq_len, dim) computed by the
+        encoder layers here or by an inference engine (:mod:`seqlab.engine`)."""
+        decoded = self.decoder.decode(x, mask, ctx)
+        paths = self.decoder.nbest(x, mask, ctx, nbest) if nbest else None
         return NetOutput(x, ctx.published, decoded, paths)
 
 

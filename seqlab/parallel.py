@@ -70,7 +70,7 @@ def chunked(items: Iterable, size: int) -> Iterator[list]:
 _state: dict = {}  # per worker: "tagger" and "options", or "error" (raised with the first chunk)
 
 
-def _init_worker(model: str, device: str, beam: int | None, options: PredictOptions, threads: int,
+def _init_worker(model: str, device: str, beam: int | None, engine: str, options: PredictOptions, threads: int,
                  logging_setup: tuple[int, str | None, str | None]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent handles it
     level, fmt, datefmt = logging_setup
@@ -80,7 +80,7 @@ def _init_worker(model: str, device: str, beam: int | None, options: PredictOpti
     from seqlab.tagger import Tagger
     torch.set_num_threads(threads)
     try:
-        tagger = Tagger.load(model, device)
+        tagger = Tagger.load(model, device, engine)
         if beam:
             tagger.set_beam(beam)
     except Exception as err:  # noqa: BLE001 - an initializer that raises breaks the pool and loses the message
@@ -113,7 +113,8 @@ def _result(future: Future) -> str:
 
 
 def tag_in_processes(model: str, chunks: Iterable[list[Sentence]], options: PredictOptions, workers: int,
-                     write: Callable[[str], object], device: str = "cpu", beam: int | None = None) -> int:
+                     write: Callable[[str], object], device: str = "cpu", beam: int | None = None,
+                     engine: str = "torch") -> int:
     """Tag ``chunks`` (lists of sentences) in ``workers`` processes, each loading ``model`` once, and call
     ``write(text)`` with each chunk's output (:func:`render_chunk`) in input order. Returns the number of
     sentences tagged. At most ``2 * workers`` chunks are submitted and not yet written."""
@@ -123,7 +124,7 @@ def tag_in_processes(model: str, chunks: Iterable[list[Sentence]], options: Pred
     threads = max(1, torch.get_num_threads() // workers)
     executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_init_worker,
-                                   initargs=(str(model), device, beam, options, threads, _logging_setup()))
+                                   initargs=(str(model), device, beam, engine, options, threads, _logging_setup()))
     pending: deque[Future] = deque()  # in input order
     chunks = iter(chunks)
     tagged = 0

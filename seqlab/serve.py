@@ -142,15 +142,16 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
 
 
 # What `seqlab serve --workers N` hands each worker process (they inherit the parent's environment).
-ENV_MODEL, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_THREADS = (
-    "SEQLAB_SERVE_MODEL", "SEQLAB_SERVE_MAX_BATCH", "SEQLAB_SERVE_MAX_WAIT_MS", "SEQLAB_SERVE_THREADS")
+ENV_MODEL, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_THREADS, ENV_ENGINE = (
+    "SEQLAB_SERVE_MODEL", "SEQLAB_SERVE_MAX_BATCH", "SEQLAB_SERVE_MAX_WAIT_MS", "SEQLAB_SERVE_THREADS",
+    "SEQLAB_SERVE_ENGINE")
 
 
 def app_from_env():
     """The app of one worker of ``seqlab serve --workers N``: uvicorn imports this factory by name in each
     worker process (``seqlab.serve:app_from_env``) and calls it. The model folder and options come from
-    ``SEQLAB_SERVE_MODEL``, ``SEQLAB_SERVE_MAX_BATCH``, ``SEQLAB_SERVE_MAX_WAIT_MS`` and ``SEQLAB_SERVE_THREADS``
-    (PyTorch threads of this worker). A model that cannot be loaded ends the worker with uvicorn's start-up
+    ``SEQLAB_SERVE_MODEL``, ``SEQLAB_SERVE_MAX_BATCH``, ``SEQLAB_SERVE_MAX_WAIT_MS``, ``SEQLAB_SERVE_THREADS``
+    (PyTorch threads of this worker) and ``SEQLAB_SERVE_ENGINE`` (torch or onnxruntime). A model that cannot be loaded ends the worker with uvicorn's start-up
     failure status, which stops the supervisor instead of restarting the worker forever."""
     try:
         model = os.environ.get(ENV_MODEL)
@@ -167,7 +168,7 @@ def app_from_env():
         if "threads" in options:
             import torch
             torch.set_num_threads(max(1, options.pop("threads")))
-        return create_app(Tagger.load(model), **options)
+        return create_app(Tagger.load(model, engine=os.environ.get(ENV_ENGINE) or "torch"), **options)
     except SeqlabError as err:
         from uvicorn.config import STARTUP_FAILURE
         logging.getLogger("uvicorn.error").error("error: %s", err)
@@ -175,18 +176,25 @@ def app_from_env():
 
 
 def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0,
-               workers: int = 1) -> None:
+               workers: int = 1, engine: str = "torch", threads: int | None = None) -> None:
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
     process would end with -15). With ``workers`` > 1, that many processes serve the port
-    (:func:`app_from_env`); the signal goes to the parent, which stops them all."""
+    (:func:`app_from_env`); the signal goes to the parent, which stops them all.
+
+    ``threads``: the network's intra-op threads, shared out among the workers. The default leaves one of
+    PyTorch's threads to the event loop (HTTP, JSON): under 16 concurrent clients on 2 cores the network on one
+    thread answered 99.5 requests/s against 49.7 on two (BENCHMARKS.md)."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs uvicorn: pip install 'seqlab[serve]'") from None
+    import torch
+    threads = threads or max(1, torch.get_num_threads() - 1)
     if workers > 1:
-        _run_workers(uvicorn, model, host, port, max_batch, max_wait_ms, workers)
+        _run_workers(uvicorn, model, host, port, max_batch, max_wait_ms, workers, engine, threads)
         return
+    torch.set_num_threads(threads)
     import contextlib
     import signal
 
@@ -200,24 +208,23 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
-    app = create_app(Tagger.load(model), max_batch=max_batch, max_wait_ms=max_wait_ms)
+    app = create_app(Tagger.load(model, engine=engine), max_batch=max_batch, max_wait_ms=max_wait_ms)
     Server(uvicorn.Config(app, host=host, port=port, log_level="info")).run()
 
 
 def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
-                 workers: int) -> None:
+                 workers: int, engine: str = "torch", threads: int = 1) -> None:
     """uvicorn's multi-process mode: the parent binds the port, starts ``workers`` spawned processes that
     build the app from :func:`app_from_env`, restarts a worker that dies, and on SIGTERM / SIGINT sends each
     worker SIGTERM (a graceful shutdown), waits for them and returns."""
-    import torch
     try:
         import fastapi  # noqa: F401 - fail here, in one line, rather than in every worker
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
-    Tagger.load(model)  # a bad model folder is a one-line error here, before any worker starts
-    os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch),
+    Tagger.load(model, engine=engine)  # a bad model folder or engine: one error line here, before any worker
+    os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch), ENV_ENGINE: engine,
                        ENV_MAX_WAIT_MS: repr(max_wait_ms),
-                       ENV_THREADS: str(max(1, torch.get_num_threads() // workers))})
+                       ENV_THREADS: str(max(1, threads // workers))})
     import inspect
     extra = {}
     if "timeout_worker_healthcheck" in inspect.signature(uvicorn.run).parameters:  # uvicorn >= 0.37

@@ -125,6 +125,7 @@ class Tagger:
         self.device = resolve_device(device)
         self.net = net.to(self.device)
         self.to_labels = IndexConverter(tags.itos, self.train_scheme, scheme)  # indices -> input-scheme labels
+        self.engine = None  # runs the encoding instead of eager PyTorch (seqlab.engine); None = eager
 
     # ----- tag schemes -------------------------------------------------------------------------
     @property
@@ -197,7 +198,10 @@ class Tagger:
         for batch in make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size):
             batch = batch.to(self.device)
             with threads_for(len(batch.index), self.device):
-                out = self.net(batch, ablate, nbest)
+                if self.engine is None:
+                    out = self.net(batch, ablate, nbest)
+                else:
+                    out = self.net.head(*self.engine.run(batch, ablate), nbest)
             best = out.decoded.tags.tolist()
             lengths = batch.lengths.tolist()
             conf = self._confidence(batch, out, [b[:n] for b, n in zip(best, lengths)]) if confidence else None
@@ -289,6 +293,12 @@ class Tagger:
                                     r.confidence_kind))
         return preds
 
+    def set_engine(self, name: str) -> None:
+        """Run the encoding on ``torch`` (eager, the default) or ``onnxruntime`` (exported in memory and
+        checked against the eager network first; see :mod:`seqlab.engine`) for the following predictions."""
+        from seqlab.engine import make_engine
+        self.engine = make_engine(name, self)
+
     def set_beam(self, beam: int) -> None:
         """Beam size of a beam-search decoder (1 = greedy) for the following predictions."""
         if not hasattr(self.net.decoder, "beam"):
@@ -355,9 +365,10 @@ class Tagger:
         atomic_write_dir(path, fill)
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu") -> "Tagger":
-        """Load a model folder or ``.zip`` archive onto ``device`` (cpu, cuda or auto). Everything read
-        is validated; only JSON and safetensors are read: nothing is unpickled."""
+    def load(cls, path: str | Path, device: str | torch.device = "cpu", engine: str = "torch") -> "Tagger":
+        """Load a model folder or ``.zip`` archive onto ``device`` (cpu, cuda or auto), its encoding run by
+        ``engine`` (see :meth:`set_engine`). Everything read is validated; only JSON and safetensors are
+        read: nothing is unpickled."""
         path = Path(path)
         m = parse_model_files(read_model_files(path), path)
         featurizers = {name: fc.build(name) for name, fc in m.config.model.embedder.features.items()}
@@ -379,7 +390,10 @@ class Tagger:
             raise SeqlabError(f"model.safetensors does not fit the config: {str(err).splitlines()[0]} "
                               f"{' '.join(str(err).split())[:300]}", path=path) from None
         net.eval()
-        return cls(m.config, featurizers, tags, m.scheme, net, device)
+        tagger = cls(m.config, featurizers, tags, m.scheme, net, device)
+        if engine != "torch":
+            tagger.set_engine(engine)
+        return tagger
 
     def info(self) -> dict:
         params = sum(p.numel() for p in self.net.parameters())
@@ -389,7 +403,8 @@ class Tagger:
                 "features": {name: f.config.type for name, f in self.featurizers.items()},
                 "vocabulary_sizes": vocab_sizes, "parameters": params,
                 "encoders": [e.type for e in self.config.model.encoders],
-                "decoder": self.config.model.decoder.type, "device": str(self.device)}
+                "decoder": self.config.model.decoder.type, "device": str(self.device),
+                "engine": "torch" if self.engine is None else "onnxruntime"}
 
 
 def _explain(published: dict[str, torch.Tensor], row: int, n: int, num_layers: int) -> list[LayerExplanation]:

@@ -315,10 +315,10 @@ def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int],
 
 def evaluate(model: Tagger | str | Path, data: str | Path, output: str | Path | None = None,
              batch_size: int | None = None, strict: bool = False, device: str = "cpu",
-             beam: int | None = None) -> Scores:
+             beam: int | None = None, engine: str = "torch") -> Scores:
     """Score a model on a labeled file (read in the model's own data format); optionally write predictions.
     Gold labels unseen in training are scored as misses with a warning, or refused when ``strict``."""
-    tagger = model if isinstance(model, Tagger) else Tagger.load(model, device)
+    tagger = model if isinstance(model, Tagger) else Tagger.load(model, device, engine)
     if beam:
         tagger.set_beam(beam)
     sentences = read_file(Path(data), tagger.config.data)

@@ -50,6 +50,11 @@ def test_span_probability_equals_the_sum_over_all_sequences_containing_it(constr
         for t in range(n):
             expected = sum(float(q) for s, q in zip(seqs, post) if s[t] == path[t])
             assert float(marginals[row, t, path[t]]) == pytest.approx(expected, abs=1e-5)
+    tokens, spans = crf.path_confidence(emissions, mask, tags, segments)  # one forward-backward for both
+    for row, n in enumerate([5, 3]):
+        assert spans[row] == pytest.approx(probs[row], abs=1e-6)
+        assert tokens[row] == pytest.approx(marginals[row, :n].gather(1, tags[row, :n, None]).squeeze(1).tolist(),
+                                            abs=1e-6)
 
 
 def test_softmax_span_probability_is_exact_for_independent_tokens():

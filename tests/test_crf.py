@@ -463,3 +463,27 @@ def test_training_reduces_nll_and_fits_a_tiny_problem():
     assert all(b <= a + 1e-6 for a, b in zip(losses, losses[1:]))
     lengths = mask.sum(1).tolist()
     assert crf.decode(emissions, mask) == [target[b, :n].tolist() for b, n in enumerate(lengths)]
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_numpy_forward_backward_equals_the_torch_recursions(constrained):
+    """The NumPy recursions that confidences use at CPU inference (seqlab/posteriors.py) against the
+    PyTorch ones that training uses, with padding and constraint penalties; and marginals with and without
+    gradients (which pick one or the other) agree."""
+    from seqlab.crf_partition import alpha_recursion, beta_recursion
+    from seqlab.posteriors import forward_backward
+    crf = make_crf(6, seed=11, constrained=constrained)
+    em = rand_emissions(4, 9, 6, seed=12)
+    mask = torch.arange(9)[None] < torch.tensor([9, 1, 5, 8])[:, None]
+    trans, start, end = crf._potentials()
+    with torch.no_grad():
+        alphas = alpha_recursion(em, trans, start, mask).alphas
+        betas = beta_recursion(em, trans, end, mask)
+        log_z = torch.logsumexp(alphas[:, -1] + end, dim=1)
+    fb = forward_backward(*(x.detach().numpy() for x in (em, mask, trans, start, end)))
+    for got, want in ((fb.alphas, alphas), (fb.betas, betas), (fb.log_z, log_z)):
+        torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-9, atol=1e-9)
+    with torch.no_grad():
+        fast = crf.marginals(em, mask)
+    slow = crf.marginals(em.clone().requires_grad_(), mask).detach()
+    torch.testing.assert_close(fast, slow, rtol=1e-9, atol=1e-9)

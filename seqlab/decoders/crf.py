@@ -49,8 +49,5 @@ class CRFDecoder(Decoder):
     def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
                    segments: list[list[tuple[int, int]]]) -> Confidence:
         """Forward-backward marginals of the path's tags, and of each span's tag sequence."""
-        emissions = self.proj(features)  # (batch, seq, tags)
-        tokens = self.crf.marginals(emissions, mask).gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq)
-        lengths = mask.sum(1).tolist()
-        return Confidence([row[:n] for row, n in zip(tokens.tolist(), lengths)],
-                          self.crf.segment_probs(emissions, mask, tags, segments), "crf-marginal")
+        tokens, spans = self.crf.path_confidence(self.proj(features), mask, tags, segments)
+        return Confidence(tokens, spans, "crf-marginal")

@@ -169,10 +169,9 @@ def sinusoidal_positions(seq_len: int, dim: int, device: torch.device | None = N
     pos = torch.arange(seq_len, device=device, dtype=torch.float32)[:, None]  # (seq, 1)
     freq = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32)
                      * (-math.log(10000.0) / dim))  # (ceil(dim/2),)
-    pe = torch.zeros(seq_len, dim, device=device)
-    pe[:, 0::2] = torch.sin(pos * freq)
-    pe[:, 1::2] = torch.cos(pos * freq[: dim // 2])
-    return pe
+    angle = pos * freq  # (seq, ceil(dim/2))
+    # interleaved without in-place slice writes (which tracing for export does not follow)
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(1)[:, :dim]  # (seq, dim)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +302,11 @@ class PositionAwareAttention(nn.Module):
         b, t, _ = x.shape
         query = self.w1(x)  # (batch, T, d): W1 x_i
         key = self.w2(x)    # (batch, T, d): W2 x_j + b
-        scores = AdditiveScores.apply(query, key, self.score.weight.squeeze(0))  # (batch, T, T)
+        w = self.score.weight.squeeze(0)  # (d,)
+        if torch.jit.is_tracing():  # export: in one piece (the blocks are sized from the data)
+            scores = torch.tanh(query[:, :, None] + key[:, None]) @ w  # (batch, T, T)
+        else:
+            scores = AdditiveScores.apply(query, key, w)  # (batch, T, T)
 
         if self.use_psi:
             coef = self.mixing()
@@ -314,7 +317,8 @@ class PositionAwareAttention(nn.Module):
 
         allowed = mask[:, None, :] & mask[:, :, None]  # (batch, T, T): real query and real key
         if self.self_mask:
-            eye = torch.eye(t, dtype=torch.bool, device=x.device)
+            pos = torch.arange(t, device=x.device)
+            eye = pos[:, None] == pos[None, :]  # (T, T); not torch.eye, which onnxruntime lacks for bool
             allowed = allowed & ~eye  # M: hard -inf on the diagonal
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         # rows with no allowed key (1-token sentence under M, padded queries) softmax to uniform

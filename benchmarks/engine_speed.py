@@ -1,0 +1,61 @@
+"""Inference speed of a trained model on each engine (eager PyTorch, onnxruntime), same process, alternating.
+
+    python benchmarks/engine_speed.py MODEL DATA [--threads 2] [--reps 3]
+
+Loads MODEL twice (``--engine torch`` and ``--engine onnxruntime``), checks that both give the same tags on
+DATA (CoNLL columns, or BMES for character models) at batch 64 and at batch 1, then times
+``Tagger.predict_tags`` at batch 1 and 64 and ("text-1") each sentence as a raw string through
+``Tagger.predict`` one at a time (tokenizing, tags and spans included), repetitions alternating, and prints
+the medians in sentences/s. Run it on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("data")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    import torch
+
+    from seqlab.data.corpus import read_file
+    from seqlab.tagger import Tagger
+    torch.set_num_threads(args.threads)
+    taggers = {name: Tagger.load(args.model, engine=name) for name in ("torch", "onnxruntime")}
+    sentences = read_file(Path(args.data), taggers["torch"].config.data, labeled=False)
+    texts = [" ".join(s.tokens) for s in sentences]
+    expected = taggers["torch"].predict_tags(sentences)
+    same = all(taggers["onnxruntime"].predict_tags(sentences, b) == expected for b in (64, 1))
+    times: dict[tuple[str, str], list[float]] = {}
+    for _ in range(args.reps):
+        for name, tagger in taggers.items():
+            for batch in (1, 64):
+                start = time.perf_counter()
+                tagger.predict_tags(sentences, batch)
+                times.setdefault((name, str(batch)), []).append(len(sentences) / (time.perf_counter() - start))
+            start = time.perf_counter()
+            for text in texts:
+                tagger.predict(text)
+            times.setdefault((name, "text-1"), []).append(len(texts) / (time.perf_counter() - start))
+    print(f"{args.model} on {args.data}: {len(sentences)} sentences, {args.threads} threads, "
+          f"onnxruntime tags identical to torch at batch 64 and 1: {same}")
+    print("| engine | batch 1 | batch 64 | text-1 | (sentences/s, medians; runs) |\n|---|---|---|---|---|")
+    for name in taggers:
+        cells = [f"{statistics.median(times[(name, k)]):.0f}" for k in ("1", "64", "text-1")]
+        runs = "; ".join(f"{k}: " + ", ".join(f"{v:.0f}" for v in times[(name, k)]) for k in ("1", "64", "text-1"))
+        print(f"| {name} | {' | '.join(cells)} | {runs} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Inference engines: which runtime computes a tagger's encoding (embedder and encoder layers).
+
+``torch`` (the default) runs the network eagerly. ``onnxruntime`` exports the embedder and encoder
+layers to an ONNX graph in memory when the engine is chosen (a second or two; nothing is written to
+disk) and runs that graph in onnxruntime; the decoder (CRF Viterbi and n-best, softmax, GCDT's beam
+search) and everything around it (tokenizing, confidences, spans) stay in PyTorch, so a prediction
+has the same fields on either engine. Its gain is the per-operation overhead of eager PyTorch, which
+dominates small batches: use it for batch-1 latency and for a service's micro-batches.
+
+Before the engine is used, the graph is checked against the eager network on sentences of several
+lengths: a model whose encoding does not export faithfully (e.g. a Python loop over time steps, which
+tracing unrolls to the sample's length) is refused with one error line, never run with wrong results.
+Test-time ablation is an analysis of the eager network and is not available on onnxruntime.
+
+    tagger = Tagger.load("runs/chunking/model")
+    tagger.set_engine("onnxruntime")        # or: seqlab predict MODEL --engine onnxruntime
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import warnings
+from collections.abc import Collection
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.context import Context
+from seqlab.data.batching import Batch, make_batches
+from seqlab.data.sentence import Sentence
+from seqlab.devices import SMALL_BATCH
+from seqlab.errors import SeqlabError
+
+ENGINES = ("torch", "onnxruntime")
+
+#: Largest difference between the exported graph's encoder output and the eager one's, relative to the
+#: largest eager value, that the faithfulness check accepts (float rounding of a reordered sum is ~1e-6).
+TOLERANCE = 1e-4
+
+
+class EncoderNet(nn.Module):
+    """(mask, lengths, feature tensors...) -> (encoder output, published tensors...), in the given
+    order of feature and published names."""
+
+    def __init__(self, net: nn.Module, names: list[tuple[str, str]], published: list[str]):
+        super().__init__()
+        self.net, self.names, self.published = net, names, published
+
+    def forward(self, mask: Tensor, lengths: Tensor, *tensors: Tensor) -> tuple[Tensor, ...]:
+        inputs: dict[str, dict[str, Tensor]] = {}
+        for (feature, name), tensor in zip(self.names, tensors):
+            inputs.setdefault(feature, {})[name] = tensor
+        x, ctx = self.net._encode(Batch(mask, lengths, None, [], inputs))
+        return (x, *(ctx.published[name] for name in self.published))
+
+
+def _check_sentences(tagger) -> list[Sentence]:
+    """Sentences of lengths 1 to 17 built from the model's own vocabularies (so that lexicon words match
+    in a lattice model) and an out-of-vocabulary word."""
+    words: list[str] = []
+    for f in tagger.featurizers.values():
+        vocab = getattr(f, "vocab", None)
+        if vocab is not None:
+            words += [w for w in vocab.itos[:60] if not (w.startswith("<") and w.endswith(">"))]
+    words = (words or ["sample"]) + ["Zyxwvut"]
+    return [Sentence([words[(i * 7 + k) % len(words)] for k in range(n)]) for i, n in enumerate((1, 4, 17, 9, 2))]
+
+
+class OnnxEncoding:
+    """A tagger's embedder and encoder layers as an onnxruntime session (one thread for batches of up to
+    :data:`SMALL_BATCH` sentences, the process's PyTorch thread count for larger ones)."""
+
+    def __init__(self, tagger):
+        if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("onnxruntime") is None:
+            raise SeqlabError("--engine onnxruntime needs onnx and onnxruntime: pip install 'seqlab[export]'")
+        if tagger.device.type != "cpu":
+            raise SeqlabError(f"--engine onnxruntime runs on the CPU; this tagger is on {tagger.device}")
+        from seqlab.export import _traceable
+        tagger.net.eval()
+        sample = make_batches(tagger.encode(_check_sentences(tagger)[:2]), tagger.featurizers, 8)[0]
+        self.names = [(f, n) for f, tensors in sample.features.items() for n in tensors]
+        with torch.no_grad():
+            _, ctx = tagger.net._encode(sample)
+        self.published = list(ctx.published)
+        wrapper = EncoderNet(tagger.net, self.names, self.published).eval()
+        self.inputs = ["mask", "lengths"] + [f"{f}.{n}" for f, n in self.names]
+        outputs = ["features"] + self.published
+        args = (sample.mask, sample.lengths, *(sample.features[f][n] for f, n in self.names))
+        dynamic = {name: {i: f"{name}_d{i}" for i in range(t.dim())} for name, t in zip(self.inputs, args)}
+        buf = io.BytesIO()
+        try:
+            with _traceable(tagger), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # tracer notes on Python branches: the check below decides
+                torch.onnx.export(wrapper, args, buf, input_names=self.inputs, output_names=outputs,
+                                  dynamic_axes=dynamic, opset_version=17, dynamo=False)
+        except Exception as err:  # the exporter raises many types for unsupported operations
+            first = (str(err).splitlines() or [type(err).__name__])[0][:200]
+            raise SeqlabError(f"--engine onnxruntime: this model does not export to ONNX: {first}") from None
+        self.graph = buf.getvalue()
+        self._sessions: dict[bool, object] = {}
+        self._check(tagger)
+
+    def _session(self, small: bool):
+        if small not in self._sessions:
+            import onnxruntime as ort
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 1 if small else torch.get_num_threads()
+            options.log_severity_level = 4  # its failures become SeqlabErrors; its warnings are not the user's
+            self._sessions[small] = ort.InferenceSession(self.graph, options, providers=["CPUExecutionProvider"])
+        return self._sessions[small]
+
+    def run(self, batch: Batch, ablate: Collection[str] = ()) -> tuple[Tensor, Tensor, Context]:
+        """(encoder output (batch, seq_len, dim), the mask, a context with the batch and the published
+        tensors): the arguments of ``TaggerNet.head``."""
+        if ablate:
+            raise SeqlabError("--ablate analyses the eager network: use --engine torch")
+        session = self._session(len(batch.index) <= SMALL_BATCH)
+        feed = {"mask": batch.mask.numpy(), "lengths": batch.lengths.numpy()}
+        wanted = {i.name for i in session.get_inputs()}  # an ONNX graph keeps only the inputs it uses
+        for (feature, name), key in zip(self.names, self.inputs[2:]):
+            if key in wanted:
+                feed[key] = batch.features[feature][name].numpy()
+        feed = {k: v for k, v in feed.items() if k in wanted}
+        out = [torch.from_numpy(a) for a in session.run(None, feed)]
+        ctx = Context(batch.mask, batch.lengths, batch.features, dict(zip(self.published, out[1:])), "decoder.")
+        return out[0], batch.mask, ctx
+
+    def _check(self, tagger) -> None:
+        """The graph's encoder output against the eager network's on batches of several lengths."""
+        encoded = tagger.encode(_check_sentences(tagger))
+        for size in (1, 5):
+            for batch in make_batches(encoded, tagger.featurizers, size):
+                with torch.no_grad():
+                    expected, _ = tagger.net._encode(batch)
+                try:
+                    got = self.run(batch)[0]
+                except Exception as err:  # onnxruntime's own error types
+                    first = (str(err).splitlines() or [type(err).__name__])[0][:160]
+                    raise SeqlabError(f"--engine onnxruntime: this model's exported graph fails on a sentence of "
+                                      f"{int(batch.lengths.max())} tokens ({first}); use --engine torch") from None
+                scale = float(expected.abs().max()) or 1.0
+                if got.shape != expected.shape or float((got - expected).abs().max()) > TOLERANCE * scale:
+                    raise SeqlabError("--engine onnxruntime: this model's exported graph does not compute what the "
+                                      "network computes (an operation that tracing cannot follow, such as a loop "
+                                      "over time steps); use --engine torch")
+
+
+def make_engine(name: str, tagger) -> OnnxEncoding | None:
+    """The encoding runner for ``name`` (None for eager PyTorch)."""
+    if name not in ENGINES:
+        raise SeqlabError(f"--engine: expected one of {', '.join(ENGINES)}, got '{name}'")
+    return None if name == "torch" else OnnxEncoding(tagger)
+
+
+__all__ = ["ENGINES", "OnnxEncoding", "make_engine"]

@@ -1,0 +1,132 @@
+"""The onnxruntime engine predicts what eager PyTorch predicts (tags, spans, confidences, n-best,
+attention), and a model whose encoding does not export faithfully is refused, not run wrong."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from seqlab import Tagger
+from seqlab.cli import main
+from seqlab.data.readers import read_conll
+from seqlab.errors import SeqlabError
+from tests.conftest import tiny_config
+
+pytest.importorskip("onnx", reason="the onnxruntime engine needs the extra seqlab[export] (onnx, onnxruntime)")
+pytest.importorskip("onnxruntime", reason="the onnxruntime engine needs the extra seqlab[export] (onnx, onnxruntime)")
+
+
+def _same_predictions(a, b, tol=1e-4):
+    assert [p.tags for p in a] == [p.tags for p in b]
+    assert [[(s.type, s.start, s.end) for s in p.spans] for p in a] == [[(s.type, s.start, s.end) for s in p.spans]
+                                                                         for p in b]
+    for p, q in zip(a, b):
+        assert p.confidence_kind == q.confidence_kind
+        assert p.token_confidence == pytest.approx(q.token_confidence, abs=tol)
+        assert [s.confidence for s in p.spans] == pytest.approx([s.confidence for s in q.spans], abs=tol)
+
+
+def test_onnxruntime_predicts_like_torch(shared_tiny_model):
+    path, model = shared_tiny_model
+    sentences = read_conll(path, label_column=None)
+    eager, onnx = Tagger.load(model), Tagger.load(model, engine="onnxruntime")
+    assert (eager.info()["engine"], onnx.info()["engine"]) == ("torch", "onnxruntime")
+    for batch in (64, 1):
+        _same_predictions(eager.predict(sentences, batch, nbest=3, confidence=True),
+                          onnx.predict(sentences, batch, nbest=3, confidence=True))
+    want = [[p.tags for p in x.nbest] for x in eager.predict(sentences, nbest=3)]
+    assert [[p.tags for p in x.nbest] for x in onnx.predict(sentences, nbest=3)] == want
+    raw = "Confidence in the pound is widely expected to take another sharp dive ."
+    assert onnx.predict(raw)[0].tags == eager.predict(raw)[0].tags  # text in, labels out
+
+
+def _built(corpus, **model):
+    """An untrained tagger (random weights give varied tags) on the tiny corpus."""
+    config = tiny_config(corpus)
+    raw = config.model_dump(mode="json")
+    raw["model"].update(model)
+    from seqlab.config import config_from_dict
+    config = config_from_dict(raw)
+    sentences = read_conll(corpus, label_column=2)
+    return Tagger.build(config, sentences, "BIO"), read_conll(corpus, label_column=None)
+
+
+@pytest.mark.parametrize("encoders", [
+    [{"type": "bilstm", "hidden": 16, "layers": 2, "stacking": "per_direction"},
+     {"type": "parallel_attention", "heads": 2}],
+    [{"type": "bilstm", "hidden": 16}, {"type": "psa_fusion", "window": 4, "position_encoding": "absolute"}],
+], ids=["att-bilstm", "psa"])
+def test_attention_models_explain_the_same_on_onnxruntime(tiny_corpus, encoders):
+    tagger, sentences = _built(tiny_corpus, encoders=encoders)
+    expected = tagger.predict(sentences, explain=True, confidence=True)
+    tagger.set_engine("onnxruntime")
+    got = tagger.predict(sentences, explain=True, confidence=True)
+    _same_predictions(expected, got)
+    for p, q in zip(expected, got):
+        for a, b in zip(p.explanation, q.explanation):
+            assert (a.layer, a.gate_mean is None) == (b.layer, b.gate_mean is None)
+            np.testing.assert_allclose(np.array(b.attention), np.array(a.attention), atol=1e-5)
+    tagger.set_engine("torch")
+    assert tagger.engine is None and tagger.predict_tags(sentences) == [p.tags for p in expected]
+
+
+def test_a_time_step_loop_is_refused_not_run_wrong(tiny_corpus):
+    """The deep-transition RNN loops over time steps in Python: tracing unrolls the loop to the sample's
+    length, and the check against the eager network catches it."""
+    tagger, sentences = _built(tiny_corpus, encoders=[{"type": "dt", "hidden": 8, "transitions": 2}])
+    expected = tagger.predict_tags(sentences)
+    with pytest.raises(SeqlabError, match="--engine onnxruntime: this model's exported graph .*use --engine torch"):
+        tagger.set_engine("onnxruntime")
+    assert tagger.engine is None and tagger.predict_tags(sentences) == expected
+
+
+def test_engine_errors_are_one_line(shared_tiny_model, monkeypatch):
+    _, model = shared_tiny_model
+    tagger = Tagger.load(model, engine="onnxruntime")
+    with pytest.raises(SeqlabError, match="--ablate analyses the eager network"):
+        tagger.predict_tags(read_conll(shared_tiny_model[0], label_column=None), ablate=["H"])
+    with pytest.raises(SeqlabError, match="--engine: expected one of torch, onnxruntime, got 'tensorrt'"):
+        tagger.set_engine("tensorrt")
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    with pytest.raises(SeqlabError, match=r"needs onnx and onnxruntime: pip install 'seqlab\[export\]'"):
+        Tagger.load(model, engine="onnxruntime")
+
+
+def test_cli_predict_and_evaluate_on_onnxruntime(shared_tiny_model, capsys):
+    path, model = shared_tiny_model
+    outputs = {}
+    for engine in ("torch", "onnxruntime"):
+        assert main(["-q", "predict", str(model), str(path), "--output-format", "jsonl", "--engine", engine]) == 0
+        outputs[engine] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert main(["-q", "evaluate", str(model), str(path), "--engine", engine]) == 0
+        outputs[engine + "-eval"] = capsys.readouterr().out
+    assert [p["tags"] for p in outputs["torch"]] == [p["tags"] for p in outputs["onnxruntime"]]
+    assert outputs["torch-eval"] == outputs["onnxruntime-eval"]
+    with pytest.raises(SystemExit) as exit_:
+        main(["-q", "predict", str(model), str(path), "--engine", "tensorrt"])
+    assert exit_.value.code == 2 and "invalid choice: 'tensorrt'" in capsys.readouterr().err
+
+
+def test_predict_workers_and_server_on_onnxruntime(shared_tiny_model, capsys):
+    pytest.importorskip("fastapi", reason="serving needs the extra seqlab[serve]")
+    from fastapi.testclient import TestClient
+
+    from seqlab.serve import create_app
+    path, model = shared_tiny_model
+    assert main(["-q", "predict", str(model), str(path), "--engine", "torch"]) == 0
+    eager = capsys.readouterr().out
+    assert main(["-q", "predict", str(model), str(path), "--engine", "onnxruntime", "--workers", "2",
+                 "--chunk", "7"]) == 0
+    assert capsys.readouterr().out == eager
+    texts = ["Rockwell said the agreement calls for it to supply 200 additional so-called shipsets .", "He ran ."]
+    answers = {}
+    for engine in ("torch", "onnxruntime"):
+        client = TestClient(create_app(Tagger.load(model, engine=engine)))
+        assert client.get("/info").json()["engine"] == engine
+        answers[engine] = client.post("/predict", json={"sentences": texts}).json()
+    strip = lambda a: [[(s["type"], s["start"], s["end"]) for s in p["spans"]] for p in a["predictions"]]  # noqa: E731
+    assert strip(answers["torch"]) == strip(answers["onnxruntime"])
