@@ -12,7 +12,7 @@ import logging
 import zipfile
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -83,7 +83,14 @@ class Prediction:
     confidence_kind: str | None = None  # what the confidences are ("crf-marginal"), or why there are none
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """What ``dataclasses.asdict`` gives, built directly: its recursive deep copy took 13% of a busy
+        server's CPU (16 clients x 16 sentences)."""
+        out = {k: list(v) if isinstance(v, list) else v for k, v in self.__dict__.items()}
+        out["spans"] = [dict(s.__dict__) for s in self.spans]
+        for key in ("nbest", "explanation"):
+            if out[key] is not None:
+                out[key] = [dict(x.__dict__) for x in out[key]]
+        return out
 
 
 @dataclass

@@ -87,3 +87,15 @@ def test_tagger_confidence_is_a_probability_below_its_tokens(trained):
         assert again.token_confidence == pytest.approx(pred.token_confidence, abs=1e-5)
         assert [s.confidence for s in again.spans] == pytest.approx([s.confidence for s in pred.spans], abs=1e-5)
     assert tagger.predict(sentences[:1])[0].token_confidence is None  # only when asked for
+
+
+def test_prediction_to_dict_is_asdict(trained):
+    """Prediction.to_dict builds what dataclasses.asdict gives (spans, n-best, confidences), without sharing
+    the prediction's lists."""
+    from dataclasses import asdict
+    tagger, sentences = trained
+    for pred in tagger.predict(sentences[:5], nbest=2, confidence=True, explain=True):
+        d = pred.to_dict()
+        assert d == asdict(pred)
+        d["tags"].append("X")
+        assert len(pred.tags) == len(d["tags"]) - 1
