@@ -67,6 +67,11 @@ class PredictRequest(BaseModel):
         return sentences
 
 
+def _torch_threads() -> int:
+    import torch
+    return torch.get_num_threads()
+
+
 def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, max_wait_ms: float = 5.0):
     """The app; concurrent requests are micro-batched (:class:`~seqlab.batcher.MicroBatcher`): up to
     ``max_batch`` sentences collected for at most ``max_wait_ms`` go through the network in one call."""
@@ -121,7 +126,8 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
     @app.get("/info")
     def info() -> dict:
         return {**tagger.info(), "limits": limits.__dict__,
-                "batching": {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "network_calls": batcher.calls}}
+                "batching": {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "network_calls": batcher.calls,
+                             "threads": _torch_threads()}}
 
     @app.post("/predict")
     async def predict(req: PredictRequest) -> dict:  # the network runs in the batcher's thread

@@ -148,6 +148,8 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
     import time
     import urllib.request
 
+    import os
+    import sys
     server, base = _serve(shared_tiny_model[1], stderr=subprocess.PIPE)
     try:
         for _ in range(300):
@@ -156,6 +158,11 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
                 break
             except OSError:
                 time.sleep(0.1)
+        # the default --threads leaves one of the process's PyTorch threads to the event loop
+        default = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                                 capture_output=True, text=True, env=dict(os.environ), check=True).stdout
+        info = json.loads(urllib.request.urlopen(base + "/info", timeout=10).read())
+        assert info["batching"]["threads"] == max(1, int(default) - 1)
         body = json.dumps({"sentences": ["The dollar fell sharply against the yen on Monday ."] * 1000,
                            "nbest": 5, "explain": True}).encode()
         reply = {}
