@@ -5,7 +5,7 @@ layers to an ONNX graph in memory when the engine is chosen (a second or two; no
 disk) and runs that graph in onnxruntime; the decoder (CRF Viterbi and n-best, softmax, GCDT's beam
 search) and everything around it (tokenizing, confidences, spans) stay in PyTorch, so a prediction
 has the same fields on either engine. Its gain is the per-operation overhead of eager PyTorch, which
-dominates small batches: use it for batch-1 latency and for a service's micro-batches.
+dominates small batches (about 2x at batch 1 on 2 cores), and at batch 64 it was 1.1-1.3x faster too.
 
 Before the engine is used, the graph is checked against the eager network on sentences of several
 lengths: a model whose encoding does not export faithfully (e.g. a Python loop over time steps, which
@@ -107,6 +107,9 @@ class OnnxEncoding:
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1 if small else torch.get_num_threads()
             options.log_severity_level = 4  # its failures become SeqlabErrors; its warnings are not the user's
+            # idle pool threads sleep instead of spinning: spinning ones took the core the decoder (Viterbi,
+            # confidences) runs on next; batch 64 on 2 threads, 2,283 against 1,585 sentences/s
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             self._sessions[small] = ort.InferenceSession(self.graph, options, providers=["CPUExecutionProvider"])
         return self._sessions[small]
 
