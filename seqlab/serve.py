@@ -222,7 +222,8 @@ def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_
                  workers: int, engine: str = "torch", threads: int = 1) -> None:
     """uvicorn's multi-process mode: the parent binds the port, starts ``workers`` spawned processes that
     build the app from :func:`app_from_env`, restarts a worker that dies, and on SIGTERM / SIGINT sends each
-    worker SIGTERM (a graceful shutdown), waits for them and returns."""
+    worker SIGTERM (a graceful shutdown), waits for them and returns. A worker that fails to start (its model
+    loading, after the parent's own check passed) stops the supervisor, and this raises: exit status 2, not 0."""
     try:
         import fastapi  # noqa: F401 - fail here, in one line, rather than in every worker
     except ImportError:  # pragma: no cover - optional dependency
@@ -232,8 +233,15 @@ def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_
                        ENV_MAX_WAIT_MS: repr(max_wait_ms),
                        ENV_THREADS: str(max(1, threads // workers))})
     import inspect
+
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
     extra = {}
-    if "timeout_worker_healthcheck" in inspect.signature(uvicorn.run).parameters:  # uvicorn >= 0.37
+    if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:  # uvicorn >= 0.37
         extra["timeout_worker_healthcheck"] = 60  # a worker imports PyTorch before it answers: slow on busy CPUs
-    uvicorn.run("seqlab.serve:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="info", **extra)
+    config = uvicorn.Config("seqlab.serve:app_from_env", factory=True, host=host, port=port, workers=workers,
+                            log_level="info", **extra)
+    supervisor = Multiprocess(config, sockets=[config.bind_socket()])  # what uvicorn.run does for workers > 1
+    supervisor.run()
+    if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
+        raise SeqlabError("serve --workers: a worker process failed to start (its error is logged above)")

@@ -272,3 +272,25 @@ def test_app_from_env_builds_a_worker_app_or_stops_the_supervisor(shared_tiny_mo
     with pytest.raises(SystemExit) as stop:  # uvicorn's start-up failure status: no restart loop
         app_from_env()
     assert stop.value.code == 3
+
+
+def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
+    """The parent's model check passes (here: stubbed) but every worker fails to load its model: the
+    supervisor stops, and ``seqlab serve --workers 2`` exits with status 2 and says so, instead of 0."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = ("import sys, seqlab.serve as s, seqlab.cli as cli\n"
+              "s.Tagger.load = lambda *a, **k: None  # the parent's check only; workers are fresh processes\n"
+              f"sys.exit(cli.main(['-q', 'serve', {str(tmp_path / 'nomodel')!r}, '--port', '{port}', "
+              "'--workers', '2']))\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-800:]
+    assert "a worker process failed to start" in done.stderr
