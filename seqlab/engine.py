@@ -12,6 +12,13 @@ lengths: a model whose encoding does not export faithfully (e.g. a Python loop o
 tracing unrolls to the sample's length) is refused with one error line, never run with wrong results.
 Test-time ablation is an analysis of the eager network and is not available on onnxruntime.
 
+Memory: where the eager network works through pairwise tensors in blocks (PSA's additive scores, FLAT's
+relative-position scores), the exported graph computes them in one piece, batch x length^2 x hidden floats.
+Batches are therefore run in parts of at most :data:`PAIRWISE_BUDGET` such floats (predictions do not depend
+on batch composition), and a sentence too long even alone is refused with a pointer to ``--max-length``
+(without parts, FLAT on OntoNotes at batch 64 grew past 22 GB and was killed). A batch that onnxruntime cannot
+run is one error line, never a traceback.
+
     tagger = Tagger.load("runs/chunking/model")
     tagger.set_engine("onnxruntime")        # or: seqlab predict MODEL --engine onnxruntime
 """
@@ -27,16 +34,28 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.context import Context
-from seqlab.data.batching import Batch, make_batches
+from seqlab.data.batching import Batch, Encoded, collate, make_batches
 from seqlab.data.sentence import Sentence
 from seqlab.devices import SMALL_BATCH
 from seqlab.errors import SeqlabError
 
 ENGINES = ("torch", "onnxruntime")
 
+#: Floats of one (rows, length, length, hidden) tensor that the exported graph may make in one piece (256 MB):
+#: larger batches are run in parts. A single sentence needing 8 times this is refused (``--max-length``).
+PAIRWISE_BUDGET = 1 << 26
+
 #: Largest difference between the exported graph's encoder output and the eager one's, relative to the
 #: largest eager value, that the faithfulness check accepts (float rounding of a reordered sum is ~1e-6).
 TOLERANCE = 1e-4
+
+
+class EngineRunError(SeqlabError):
+    """onnxruntime could not run a batch; ``reason`` is its own first line."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 class EncoderNet(nn.Module):
@@ -83,6 +102,11 @@ class OnnxEncoding:
         with torch.no_grad():
             _, ctx = tagger.net._encode(sample)
         self.published = list(ctx.published)
+        from seqlab.encoders.flat import RelativeSpanEncoding
+        from seqlab.encoders.psa import PositionAwareAttention
+        self.pairwise_dim = max([m.d_model for m in tagger.net.modules() if isinstance(m, RelativeSpanEncoding)]
+                                + [m.w1.out_features for m in tagger.net.modules()
+                                   if isinstance(m, PositionAwareAttention)], default=0)
         wrapper = EncoderNet(tagger.net, self.names, self.published).eval()
         self.inputs = ["mask", "lengths"] + [f"{f}.{n}" for f, n in self.names]
         outputs = ["features"] + self.published
@@ -113,6 +137,25 @@ class OnnxEncoding:
             self._sessions[small] = ort.InferenceSession(self.graph, options, providers=["CPUExecutionProvider"])
         return self._sessions[small]
 
+    def parts(self, batch: Batch, items: list[Encoded], featurizers) -> list[Batch]:
+        """``batch``, or its rows re-collated in parts whose pairwise tensors fit :data:`PAIRWISE_BUDGET`
+        (``items``: what ``batch.index`` points into). The length counts the tokens plus the longest other
+        per-row tensor (a lattice's words), an upper bound for FLAT's lattice."""
+        if not self.pairwise_dim:
+            return [batch]
+        rows, n = len(batch.index), batch.mask.shape[1]
+        extra = max((t.shape[1] for tensors in batch.features.values() for t in tensors.values()
+                     if t.dim() >= 2 and t.shape[0] == rows and t.shape[1] != n), default=0)
+        per_row = (n + extra) ** 2 * self.pairwise_dim
+        if per_row > 8 * PAIRWISE_BUDGET:
+            raise SeqlabError(f"--engine onnxruntime: a sentence of {n} tokens needs {4 * per_row >> 20} MiB for "
+                              f"one attention tensor; tag with --max-length, or with --engine torch")
+        fit = max(1, PAIRWISE_BUDGET // per_row)
+        if rows <= fit:
+            return [batch]
+        return [collate([items[i] for i in idx], idx, featurizers)
+                for idx in (batch.index[k: k + fit] for k in range(0, rows, fit))]
+
     def run(self, batch: Batch, ablate: Collection[str] = ()) -> tuple[Tensor, Tensor, Context]:
         """(encoder output (batch, seq_len, dim), the mask, a context with the batch and the published
         tensors): the arguments of ``TaggerNet.head``."""
@@ -125,7 +168,13 @@ class OnnxEncoding:
             if key in wanted:
                 feed[key] = batch.features[feature][name].numpy()
         feed = {k: v for k, v in feed.items() if k in wanted}
-        out = [torch.from_numpy(a) for a in session.run(None, feed)]
+        try:
+            out = [torch.from_numpy(a) for a in session.run(None, feed)]
+        except Exception as err:  # onnxruntime's own types (out of memory, a shape the graph cannot take)
+            reason = (str(err).splitlines() or [type(err).__name__])[0][:200]
+            raise EngineRunError(f"--engine onnxruntime failed on a batch of {len(batch.index)} sentences of up "
+                                 f"to {int(batch.lengths.max())} tokens ({reason}); try a smaller --batch-size, "
+                                 f"--max-length, or --engine torch", reason) from None
         ctx = Context(batch.mask, batch.lengths, batch.features, dict(zip(self.published, out[1:])), "decoder.")
         return out[0], batch.mask, ctx
 
@@ -138,10 +187,9 @@ class OnnxEncoding:
                     expected, _ = tagger.net._encode(batch)
                 try:
                     got = self.run(batch)[0]
-                except Exception as err:  # onnxruntime's own error types
-                    first = (str(err).splitlines() or [type(err).__name__])[0][:160]
+                except EngineRunError as err:
                     raise SeqlabError(f"--engine onnxruntime: this model's exported graph fails on a sentence of "
-                                      f"{int(batch.lengths.max())} tokens ({first}); use --engine torch") from None
+                                      f"{int(batch.lengths.max())} tokens ({err.reason}); use --engine torch") from None
                 scale = float(expected.abs().max()) or 1.0
                 if got.shape != expected.shape or float((got - expected).abs().max()) > TOLERANCE * scale:
                     raise SeqlabError("--engine onnxruntime: this model's exported graph does not compute what the "

@@ -202,7 +202,10 @@ class Tagger:
         rows = [_Row(nbest=[] if nbest else None) for _ in encoded]
         nonempty = [i for i, e in enumerate(encoded) if e.length]
         items = [encoded[i] for i in nonempty]
-        for batch in make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size):
+        batches = make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size)
+        if self.engine is not None:  # pairwise tensors made in one piece: bounded by running big batches in parts
+            batches = [part for b in batches for part in self.engine.parts(b, items, self.featurizers)]
+        for batch in batches:
             batch = batch.to(self.device)
             with threads_for(len(batch.index), self.device):
                 if self.engine is None:

@@ -89,6 +89,19 @@ def test_engine_errors_are_one_line(shared_tiny_model, monkeypatch):
         tagger.predict_tags(read_conll(shared_tiny_model[0], label_column=None), ablate=["H"])
     with pytest.raises(SeqlabError, match="--engine: expected one of torch, onnxruntime, got 'tensorrt'"):
         tagger.set_engine("tensorrt")
+
+    class OutOfMemory:  # what onnxruntime does when a batch's tensors do not fit
+        def __init__(self, real):
+            self.get_inputs = real.get_inputs
+
+        def run(self, *args):
+            raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : bad_alloc\nmore detail")
+    sessions = tagger.engine._sessions
+    sessions[True] = OutOfMemory(tagger.engine._session(True))
+    with pytest.raises(SeqlabError, match=r"failed on a batch of 1 sentences of up to 2 tokens \(\[ONNXRuntimeError\] "
+                                          r": 6 : RUNTIME_EXCEPTION : bad_alloc\); try a smaller --batch-size") as err:
+        tagger.predict(["He ran"], batch_size=1)
+    assert "\n" not in str(err.value)
     import importlib.util
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
@@ -130,3 +143,24 @@ def test_predict_workers_and_server_on_onnxruntime(shared_tiny_model, capsys):
         answers[engine] = client.post("/predict", json={"sentences": texts}).json()
     strip = lambda a: [[(s["type"], s["start"], s["end"]) for s in p["spans"]] for p in a["predictions"]]  # noqa: E731
     assert strip(answers["torch"]) == strip(answers["onnxruntime"])
+
+
+def test_pairwise_tensors_are_bounded_by_running_batches_in_parts(tiny_corpus, monkeypatch):
+    """PSA's additive scores are one (rows, T, T, d) tensor in the exported graph: a batch over the budget
+    runs in parts (same predictions), and a sentence over 8 budgets alone is refused, not run out of memory."""
+    import seqlab.engine as engine
+    tagger, sentences = _built(tiny_corpus, encoders=[{"type": "bilstm", "hidden": 16},
+                                                      {"type": "psa_fusion", "window": 4}])
+    expected = tagger.predict(sentences, confidence=True)
+    tagger.set_engine("onnxruntime")
+    runs = []
+    real_run = tagger.engine.run
+    monkeypatch.setattr(tagger.engine, "run", lambda batch, *a: runs.append(len(batch.index)) or real_run(batch, *a))
+    longest = max(len(s.tokens) for s in sentences)
+    monkeypatch.setattr(engine, "PAIRWISE_BUDGET", 3 * longest ** 2 * tagger.engine.pairwise_dim)
+    _same_predictions(expected, tagger.predict(sentences, batch_size=64, confidence=True))
+    assert max(runs) <= 3 and sum(runs) == len(sentences)
+    monkeypatch.setattr(engine, "PAIRWISE_BUDGET", 16)
+    with pytest.raises(SeqlabError, match="a sentence of .* tokens needs .* MiB for one attention tensor; tag with "
+                                          "--max-length, or with --engine torch"):
+        tagger.predict(sentences)
