@@ -11,7 +11,6 @@ the medians in sentences/s. Run it on an idle machine.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -21,19 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("model")
-    parser.add_argument("data")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=3)
-    args = parser.parse_args()
-    import torch
+    from export_speed import model_and_data  # this folder is on sys.path when run as a script
 
-    from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
-    torch.set_num_threads(args.threads)
-    taggers = {name: Tagger.load(args.model, engine=name) for name in ("torch", "onnxruntime")}
-    sentences = read_file(Path(args.data), taggers["torch"].config.data, labeled=False)
+    args, eager, sentences = model_and_data()
+    taggers = {"torch": eager, "onnxruntime": Tagger.load(args.model, engine="onnxruntime")}
     texts = [" ".join(s.tokens) for s in sentences]
     expected = taggers["torch"].predict_tags(sentences)
     same = all(taggers["onnxruntime"].predict_tags(sentences, b) == expected for b in (64, 1))

@@ -20,7 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def main() -> None:
+def model_and_data():
+    """(arguments MODEL DATA [--threads] [--reps], the eager tagger, DATA's sentences), threads set; shared
+    with engine_speed.py."""
     parser = argparse.ArgumentParser()
     parser.add_argument("model")
     parser.add_argument("data")
@@ -30,11 +32,15 @@ def main() -> None:
     import torch
 
     from seqlab.data.corpus import read_file
-    from seqlab.export import OnnxTagger, TorchScriptTagger, export_onnx, export_torchscript
     from seqlab.tagger import Tagger
     torch.set_num_threads(args.threads)
     eager = Tagger.load(args.model)
-    sentences = read_file(Path(args.data), eager.config.data, labeled=False)
+    return args, eager, read_file(Path(args.data), eager.config.data, labeled=False)
+
+
+def main() -> None:
+    args, eager, sentences = model_and_data()
+    from seqlab.export import OnnxTagger, TorchScriptTagger, export_onnx, export_torchscript
     with tempfile.TemporaryDirectory() as tmp:
         export_onnx(args.model, Path(tmp) / "m.onnx")
         export_torchscript(args.model, Path(tmp) / "m.pt")

@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Collection
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from seqlab.context import Context
 from seqlab.data.batching import Batch, Encoded, collate, make_batches
@@ -58,22 +58,6 @@ class EngineRunError(SeqlabError):
         self.reason = reason
 
 
-class EncoderNet(nn.Module):
-    """(mask, lengths, feature tensors...) -> (encoder output, published tensors...), in the given
-    order of feature and published names."""
-
-    def __init__(self, net: nn.Module, names: list[tuple[str, str]], published: list[str]):
-        super().__init__()
-        self.net, self.names, self.published = net, names, published
-
-    def forward(self, mask: Tensor, lengths: Tensor, *tensors: Tensor) -> tuple[Tensor, ...]:
-        inputs: dict[str, dict[str, Tensor]] = {}
-        for (feature, name), tensor in zip(self.names, tensors):
-            inputs.setdefault(feature, {})[name] = tensor
-        x, ctx = self.net._encode(Batch(mask, lengths, None, [], inputs))
-        return (x, *(ctx.published[name] for name in self.published))
-
-
 def _check_sentences(tagger) -> list[Sentence]:
     """Sentences of lengths 1 to 17 built from the model's own vocabularies (so that lexicon words match
     in a lattice model) and an out-of-vocabulary word."""
@@ -95,7 +79,7 @@ class OnnxEncoding:
             raise SeqlabError("--engine onnxruntime needs onnx and onnxruntime: pip install 'seqlab[export]'")
         if tagger.device.type != "cpu":
             raise SeqlabError(f"--engine onnxruntime runs on the CPU; this tagger is on {tagger.device}")
-        from seqlab.export import _traceable
+        from seqlab.export import EncoderNet, _traceable
         tagger.net.eval()
         sample = make_batches(tagger.encode(_check_sentences(tagger)[:2]), tagger.featurizers, 8)[0]
         self.names = [(f, n) for f, tensors in sample.features.items() for n in tensors]

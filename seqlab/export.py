@@ -36,8 +36,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.data.batching import make_batches
+from seqlab.data.batching import Batch, make_batches
 from seqlab.data.sentence import Sentence
 from seqlab.devices import threads_for
 from seqlab.encoders.flat import RelativeSpanEncoding
@@ -51,12 +50,27 @@ from seqlab.viterbi import viterbi
 MAX_SPAN = 4096  # longest sentence an exported FLAT model takes (its distance tables: 4 x 8193 rows)
 
 
-class EmissionNet(nn.Module):
+class EncoderNet(nn.Module):
+    """(mask, lengths, feature tensors...) -> (encoder output, published tensors...), in the given order of
+    feature and published names: what ``seqlab.engine`` runs in onnxruntime."""
+
+    def __init__(self, net: nn.Module, names: list[tuple[str, str]], published: list[str]):
+        super().__init__()
+        self.net, self.names, self.published = net, names, published
+
+    def forward(self, mask: Tensor, lengths: Tensor, *tensors: Tensor) -> tuple[Tensor, ...]:
+        inputs: dict[str, dict[str, Tensor]] = {}
+        for (feature, name), tensor in zip(self.names, tensors):
+            inputs.setdefault(feature, {})[name] = tensor
+        x, ctx = self.net._encode(Batch(mask, lengths, None, [], inputs))
+        return (x, *(ctx.published[name] for name in self.published))
+
+
+class EmissionNet(EncoderNet):
     """TaggerNet without the decoding loop: (mask, lengths, feature tensors...) -> emissions [+ CRF scores]."""
 
     def __init__(self, tagger: Tagger, names: list[tuple[str, str]]):
-        super().__init__()
-        self.net, self.names = tagger.net, names
+        super().__init__(tagger.net, names, [])
         decoder = tagger.net.decoder
         if not hasattr(decoder, "proj"):
             raise SeqlabError(f"export: the {type(decoder).__name__} does not export (only the CRF and softmax "
@@ -64,14 +78,7 @@ class EmissionNet(nn.Module):
         self.crf = getattr(decoder, "crf", None)
 
     def forward(self, mask: Tensor, lengths: Tensor, *tensors: Tensor):
-        inputs: dict[str, dict[str, Tensor]] = {}
-        for (feature, name), tensor in zip(self.names, tensors):
-            inputs.setdefault(feature, {})[name] = tensor
-        ctx = Context(mask, lengths, inputs)
-        x = self.net.embedder(ctx)
-        for i, layer in enumerate(self.net.encoders):
-            ctx.scope = f"encoders.{i}."
-            x = layer(x, ctx)
+        x = super().forward(mask, lengths, *tensors)[0]  # (batch, seq_len, dim)
         emissions = self.net.decoder.proj(x)  # (batch, seq_len, num_tags)
         if self.crf is None:
             return emissions
