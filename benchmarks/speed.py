@@ -40,7 +40,11 @@ def main() -> None:
     p.add_argument("--data-root", default=None)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--train-batches", type=int, default=400)
+    p.add_argument("--warmup-batches", type=int, default=20, help="training steps before the clock starts")
     p.add_argument("--batch-sizes", default="1,64")
+    p.add_argument("--test-limit", type=int, default=0,
+                   help="tag only the first N test sentences (slow models); 0 = the whole test set")
+    p.add_argument("--no-text", action="store_true", help="skip the text-1 figure")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override for every config measured, as in `seqlab train --set`")
     p.add_argument("--engine", default="torch", help="what runs the encoding at inference (Tagger.set_engine)")
@@ -75,7 +79,7 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     batches = batches[: args.train_batches]
     net.train()
 
-    for batch in batches[:20]:  # warm-up
+    for batch in batches[: args.warmup_batches]:  # warm-up
         train_step(net, batch, optimizer, params, cfg)
     start = time.perf_counter()
     for batch in batches:
@@ -93,6 +97,7 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
         "inference": {},
     }
     test = corpus.test or corpus.dev
+    test = test[: args.test_limit] if args.test_limit > 0 else test
     net.eval()
     if args.engine != "torch":
         tagger.set_engine(args.engine)
@@ -106,6 +111,8 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
         result["inference"][str(bs)] = {"sentences": len(test), "seconds": round(seconds, 2),
                                         "sentences_per_s": round(len(test) / seconds, 1),
                                         "tokens_per_s": round(test_tokens / seconds, 1)}
+    if args.no_text:
+        return result
     texts = [" ".join(s.tokens) for s in test]  # text in, labels and spans out: what a service sees
     for t in texts[:200]:
         tagger.predict([t], batch_size=1)  # warm-up

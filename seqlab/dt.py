@@ -39,14 +39,16 @@ class LGRUCell(nn.Module):
 
     def forward(self, xp: Tensor, h: Tensor) -> Tensor:
         """xp (batch, 5 * hidden) = [W_xr x; W_xz x; W_xl x; W_xh x; W_x x], h (batch, hidden)."""
-        hp = self.hh(h)  # (batch, 4 * hidden)
         n = h.shape[-1]
-        gates = xp[:, : 3 * n] + hp[:, : 3 * n]  # r, z, l pre-activations
+        # split, not slicing: a slice's backward zero-fills a tensor of the whole input, a split's is one cat
+        hp_gates, hp_cand = self.hh(h).split([3 * n, n], dim=-1)  # (batch, 3 * hidden), (batch, hidden)
+        xp_gates, xp_cand, xp_lin = xp.split([3 * n, n, n], dim=-1)
+        gates = xp_gates + hp_gates  # r, z, l pre-activations
         if self.norm is not None:
             gates = self.norm(gates)
         r, z, lin = torch.sigmoid(gates).chunk(3, dim=-1)
-        cand = torch.tanh(xp[:, 3 * n: 4 * n] + r * hp[:, 3 * n:]) + lin * xp[:, 4 * n:]
-        return (1 - z) * h + z * cand
+        cand = torch.tanh(xp_cand + r * hp_cand) + lin * xp_lin
+        return torch.lerp(h, cand, z)  # (1 - z) * h + z * h~
 
 
 class TGRUCell(nn.Module):
@@ -56,14 +58,13 @@ class TGRUCell(nn.Module):
         self.norm = nn.LayerNorm(2 * hidden) if layer_norm else None
 
     def forward(self, h: Tensor) -> Tensor:
-        hp = self.hh(h)  # (batch, 3 * hidden)
         n = h.shape[-1]
-        gates = hp[:, : 2 * n]
+        gates, hp_cand = self.hh(h).split([2 * n, n], dim=-1)  # (batch, 2 * hidden), (batch, hidden)
         if self.norm is not None:
             gates = self.norm(gates)
         r, z = torch.sigmoid(gates).chunk(2, dim=-1)
-        cand = torch.tanh(r * hp[:, 2 * n:])
-        return (1 - z) * h + z * cand
+        cand = torch.tanh(r * hp_cand)
+        return torch.lerp(h, cand, z)  # (1 - z) * h + z * h~
 
 
 class DTRNN(nn.Module):
@@ -101,8 +102,8 @@ class DTRNN(nn.Module):
         xp = self.x_proj(x)  # (batch, seq_len, 5 * hidden): one product for every step
         h = x.new_zeros(x.shape[0], self.hidden) if h0 is None else h0
         out = []
-        for t in range(x.shape[1]):
-            h = self.step(xp[:, t], h)
+        for xp_t in xp.unbind(1):  # unbind, not xp[:, t]: its backward is one stack, not a fill per step
+            h = self.step(xp_t, h)
             out.append(h)
         return torch.stack(out, dim=1)  # (batch, seq_len, hidden)
 
