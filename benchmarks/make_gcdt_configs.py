@@ -76,6 +76,10 @@ def variants(cfg: dict) -> dict[str, tuple[str, dict]]:
         lambda m: m["embedder"]["features"].pop("char"))
     add("no-word", ": without the word embedding",
         lambda m: m["embedder"]["features"].pop("word"))
+    add("bilstm-crf-same-size", ": a BiLSTM-CRF of about GCDT's parameter count (5.8M on chunking), same "
+        "embeddings and training, for the speed comparison",
+        lambda m: (m.update(encoders=[{"type": "bilstm", "hidden": 1520, "layers": 1, "dropout": 0.3}]),
+                   m.update(decoder={"type": "crf", "constrained": True})))
     for n in (1, 2, 3):
         add(f"transitions-{n}", f": transition number {n} in every DT (Table 9 style)",
             lambda m, n=n: ([e.update(transitions=n) for e in m["encoders"]], m["decoder"].update(transitions=n)))

@@ -20,7 +20,7 @@ def main() -> None:
     p.add_argument("configs", nargs="+")
     p.add_argument("--data-root")
     args = p.parse_args()
-    corpus = None
+    corpora = {}  # each config on its own corpus's vocabulary and tags
     print("| config | trainable parameters | of which embeddings |")
     print("|---|---|---|")
     for path in args.configs:
@@ -28,8 +28,10 @@ def main() -> None:
         features = config.model.embedder.features
         overrides = [f"model.embedder.features.{n}.pretrained=null" for n, f in features.items() if f.type == "words"]
         config = load_config(path, overrides)
-        if corpus is None:
-            corpus = load_corpus(config.data, args.data_root)
+        key = config.data.model_dump_json()
+        if key not in corpora:
+            corpora[key] = load_corpus(config.data, args.data_root)
+        corpus = corpora[key]
         net = Tagger.build(config, corpus.train, corpus.scheme).net
         if any(f.type == "words" and f.freeze for f in features.values()):
             for n, f in features.items():
