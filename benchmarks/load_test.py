@@ -1,11 +1,12 @@
 """Load test of `seqlab serve` on loopback: N concurrent clients for a fixed time.
 
     python benchmarks/load_test.py MODEL [--clients 16] [--seconds 20] [--data FILE] [--port 8765]
-        [--per-request K] [--no-confidence] [--engine torch|onnxruntime]
+        [--per-request K] [--no-confidence] [--engine torch|onnxruntime] [--keep-alive] [--threads T]
 
 Starts the server as a subprocess (127.0.0.1 only), sends K sentences per request (default 1, with
 confidence unless --no-confidence) from each client in a loop (sentences cycled from --data, raw text, or
-a built-in list), and reports requests/s, sentences/s,
+a built-in list; a new connection per request, or with --keep-alive one persistent connection per client, as
+requests.Session or httpx clients hold), and reports requests/s, sentences/s,
 p50 / p99 latency, errors, and the server's resident memory before and after the load and its peak
 (VmHWM from /proc). The request loops stop by themselves after --seconds.
 """
@@ -13,6 +14,7 @@ p50 / p99 latency, errors, and the server's resident memory before and after the
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import statistics
@@ -52,6 +54,31 @@ def post(url: str, sentences: list[str], confidence: bool = True) -> None:
         json.loads(reply.read())
 
 
+class KeepAliveClient:
+    """One persistent HTTP/1.1 connection; reconnects once when the server closed it."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def post(self, sentences: list[str], confidence: bool = True) -> None:
+        body = json.dumps({"sentences": sentences, "confidence": confidence}).encode()
+        for attempt in (0, 1):
+            try:
+                self.conn.request("POST", "/predict", body, {"content-type": "application/json"})
+                reply = self.conn.getresponse()
+                data = reply.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.conn.close()
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                if attempt:
+                    raise
+        if reply.status != 200:
+            raise RuntimeError(f"HTTP {reply.status}: {data[:300]!r}")
+        json.loads(data)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("model")
@@ -62,6 +89,8 @@ def main() -> None:
     parser.add_argument("--per-request", type=int, default=1, help="sentences in each request")
     parser.add_argument("--no-confidence", action="store_true", help="ask for tags and spans only")
     parser.add_argument("--engine", default="torch", help="the server's --engine (torch or onnxruntime)")
+    parser.add_argument("--keep-alive", action="store_true", help="one persistent connection per client")
+    parser.add_argument("--threads", type=int, help="the server's --threads (default: its own)")
     args = parser.parse_args()
     per_req = args.per_request
     texts = DEFAULT
@@ -69,7 +98,8 @@ def main() -> None:
         texts = [ln.strip() for ln in Path(args.data).read_text(encoding="utf-8").splitlines() if ln.strip()]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", args.model, "--host", "127.0.0.1",
-                               "--port", str(args.port), "--engine", args.engine], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               "--port", str(args.port), "--engine", args.engine]
+                              + ([] if args.threads is None else ["--threads", str(args.threads)]), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{args.port}"
     try:
         for _ in range(600):
@@ -89,10 +119,15 @@ def main() -> None:
 
         def client(k: int) -> None:
             i = k
+            conn = KeepAliveClient(args.port) if args.keep_alive else None
             while time.perf_counter() < stop:
                 start = time.perf_counter()
+                batch = [texts[(i + j) % len(texts)] for j in range(per_req)]
                 try:
-                    post(base + "/predict", [texts[(i + j) % len(texts)] for j in range(per_req)], not args.no_confidence)
+                    if conn is None:
+                        post(base + "/predict", batch, not args.no_confidence)
+                    else:
+                        conn.post(batch, not args.no_confidence)
                     with lock:
                         latencies.append(time.perf_counter() - start)
                 except Exception as err:  # noqa: BLE001 - counted, the first one shown
@@ -117,7 +152,8 @@ def main() -> None:
         code = server.wait(timeout=30)
     lat = sorted(latencies)
     print(f"clients {args.clients}, {args.seconds:.0f} s, {per_req} sentence(s) per request, confidence "
-          f"{not args.no_confidence}, model {args.model}")
+          f"{not args.no_confidence}, keep-alive {args.keep_alive}, server threads {info['batching']['threads']}, "
+          f"engine {args.engine}, model {args.model}")
     print(f"requests {len(lat)} ({len(lat) / elapsed:.1f}/s), sentences/s {per_req * len(lat) / elapsed:.1f}, "
           f"errors {errors[0]}")
     sentences = per_req * len(lat)

@@ -21,8 +21,10 @@ gracefully (requests in flight finish) and the parent exits with status 0.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import sys
 from dataclasses import dataclass
 from importlib import resources
@@ -41,12 +43,60 @@ class Limits:
     max_body_bytes: int = 2_000_000  # request body
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _clean(text: str) -> str:
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+    if _SURROGATE.search(text):
         raise ValueError("text holds a lone surrogate (not valid Unicode)")
     if "\x00" in text:
         raise ValueError("text holds a NUL character")
     return text
+
+
+class BodyLimit:
+    """Pure ASGI middleware: a body over ``limit`` bytes, declared or streamed (chunked), gets HTTP 413 before
+    the endpoint parses it. Starlette's ``@app.middleware("http")`` would also do, but it runs every response
+    through an extra task and memory stream; this reads the body once and replays it to the app."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            return await self._refuse(send)
+        if scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        chunks, size = [], 0
+        while True:  # a chunked body has no content-length: count it
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before its body was read
+            size += len(message.get("body", b""))
+            if size > self.limit:
+                return await self._refuse(send)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()  # later reads wait for the disconnect, as the server would give it
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send) -> None:
+        body = json.dumps({"error": f"request body over {self.limit} bytes"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
 
 class PredictRequest(BaseModel):
@@ -83,22 +133,7 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
     app = FastAPI(title="seqlab", version=tagger.info()["seqlab_version"])
 
-    @app.middleware("http")
-    async def body_limit(request: Request, call_next):
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > limits.max_body_bytes):
-            return JSONResponse({"error": f"request body over {limits.max_body_bytes} bytes"}, status_code=413)
-        if request.method == "POST":
-            size = 0
-            chunks = []
-            async for chunk in request.stream():  # a chunked body has no content-length: count it
-                size += len(chunk)
-                if size > limits.max_body_bytes:
-                    return JSONResponse({"error": f"request body over {limits.max_body_bytes} bytes"},
-                                        status_code=413)
-                chunks.append(chunk)
-            request._body = b"".join(chunks)  # the endpoint reads the body we already consumed
-        return await call_next(request)
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, err: RequestValidationError):
