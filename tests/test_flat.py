@@ -20,7 +20,7 @@ from seqlab.data.readers import read_bmes
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_long
 from seqlab.encoders import flat as flat_module
-from seqlab.encoders.flat import FlatConfig, RelativeSpanEncoding, lattice_mask, sinusoid, span_distances
+from seqlab.encoders.flat import KINDS, FlatConfig, RelativeSpanEncoding, lattice_mask, sinusoid, span_distances
 from seqlab.errors import SeqlabError
 from seqlab.features.bigrams import BigramsConfig, bigrams
 from seqlab.features.lattice import LatticeConfig
@@ -154,16 +154,21 @@ def test_sinusoid_matches_equations_9_and_10():
 
 
 @pytest.mark.parametrize("kinds", [("hh", "th", "ht", "tt"), ("hh",)])
-def test_memory_saving_r_equals_the_naive_formula(kinds, monkeypatch):
+@pytest.mark.parametrize("whole", [False, True])
+@pytest.mark.parametrize("chars", ["toeplitz", "blocks"])
+def test_memory_saving_r_equals_the_naive_formula(kinds, whole, chars, monkeypatch):
+    """Every path of the memory-saving R: character pairs through the Toeplitz product or through blocks like
+    the other pairs, R in one piece or in blocks of a few query rows (recomputed in the backward pass)."""
     torch.manual_seed(0)
-    monkeypatch.setattr(flat_module, "BLOCK_ELEMENTS", 500)  # many blocks of a few query rows
-    monkeypatch.setattr(flat_module, "WHOLE_ELEMENTS", 0)
+    if not whole:
+        monkeypatch.setattr(flat_module, "BLOCK_ELEMENTS", 500)  # many blocks of a few query rows
+        monkeypatch.setattr(flat_module, "WHOLE_ELEMENTS", 0)
     d, b, n, w = 8, 2, 7, 5
     heads = torch.cat([torch.arange(n).expand(b, n), torch.randint(0, n - 1, (b, w))], 1)
     tails = torch.cat([torch.arange(n).expand(b, n), (heads[:, n:] + torch.randint(1, 3, (b, w))).clamp(max=n - 1)], 1)
     rel = RelativeSpanEncoding(d, kinds, naive=False)
     qr = torch.randn(b, 3, n + w, d, requires_grad=True)
-    blocked = rel.scores(qr, heads, tails)
+    blocked = rel.scores(qr, heads, tails, n if chars == "toeplitz" else 0)
     grads = torch.autograd.grad(blocked.pow(2).sum(), [qr, *rel.parameters()])
     rel.naive = True
     naive = rel.scores(qr, heads, tails)
@@ -176,6 +181,22 @@ def test_memory_saving_r_equals_the_naive_formula(kinds, monkeypatch):
     assert torch.allclose(blocked, oracle, atol=1e-5)
     naive_grads = torch.autograd.grad(naive.pow(2).sum(), [qr, *rel.parameters()])
     for g1, g2 in zip(grads, naive_grads):
+        assert torch.allclose(g1, g2, atol=1e-4)
+
+
+def test_toeplitz_r_without_lexicon_words_equals_the_naive_formula():
+    """The lexicon-free Transformer: every span is a character, so all of R comes from the Toeplitz product."""
+    torch.manual_seed(3)
+    d, b, n = 8, 2, 9
+    heads = torch.arange(n).expand(b, n)
+    rel = RelativeSpanEncoding(d, KINDS, naive=False)
+    qr = torch.randn(b, 2, n, d, requires_grad=True)
+    fast = rel.scores(qr, heads, heads, n)
+    grads = torch.autograd.grad(fast.pow(2).sum(), [qr, *rel.parameters()])
+    rel.naive = True
+    naive = rel.scores(qr, heads, heads)
+    assert torch.allclose(fast, naive, atol=1e-5)
+    for g1, g2 in zip(grads, torch.autograd.grad(naive.pow(2).sum(), [qr, *rel.parameters()])):
         assert torch.allclose(g1, g2, atol=1e-4)
 
 

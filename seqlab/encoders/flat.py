@@ -109,10 +109,12 @@ def sinusoid(values: Tensor, dim: int) -> Tensor:
     return out
 
 
-def span_distances(heads: Tensor, tails: Tensor, rows: slice = slice(None)) -> dict[str, Tensor]:
-    """The four distance matrices (Eqs. 4-7) for query spans ``rows``: kind -> (batch, rows, L) long."""
+def span_distances(heads: Tensor, tails: Tensor, rows: slice = slice(None),
+                   cols: slice = slice(None)) -> dict[str, Tensor]:
+    """The four distance matrices (Eqs. 4-7) for query spans ``rows`` and key spans ``cols``: kind ->
+    (batch, rows, cols) long."""
     hi, ti = heads[:, rows, None], tails[:, rows, None]  # (batch, rows, 1)
-    hj, tj = heads[:, None, :], tails[:, None, :]  # (batch, 1, L)
+    hj, tj = heads[:, None, cols], tails[:, None, cols]  # (batch, 1, cols)
     return {"hh": hi - hj, "th": ti - hj, "ht": hi - tj, "tt": ti - tj}
 
 
@@ -161,36 +163,66 @@ class RelativeSpanEncoding(nn.Module):
         t = t + torch.cat([self.w_r.bias[None, None], t.new_zeros(len(self.kinds) - 1, 1, self.d_model)])
         return t, span
 
-    def scores(self, qr: Tensor, heads: Tensor, tails: Tensor) -> Tensor:
-        """qr (batch, heads, L, d_model) -> (batch, heads, L, L)."""
+    def scores(self, qr: Tensor, heads: Tensor, tails: Tensor, num_chars: int = 0) -> Tensor:
+        """qr (batch, heads, L, d_model) -> (batch, heads, L, L). ``num_chars``: the first spans are that many
+        characters (head = tail = position), whose pairs go through :meth:`_toeplitz`."""
         if self.naive:
             return torch.einsum("bhie,bije->bhij", qr, self.naive_r(heads, tails))
         b, _, length, d = qr.shape
         if self.fixed_span is not None:  # a traced graph: no sizes read from the data
             table, offset = self.tables(self.fixed_span, qr.device)
-            return self._block(qr, table, heads, tails, slice(None), offset)
+            return self._block(qr, table, heads, tails, slice(None), slice(None), offset)
         span = int(torch.maximum(heads.max(), tails.max()).clamp(min=0)) if heads.numel() else 0
         table, offset = self.tables(span, qr.device)
-        if b * length * length * d <= WHOLE_ELEMENTS:
-            return self._block(qr, table, heads, tails, slice(None), offset)
-        rows = max(1, BLOCK_ELEMENTS // max(1, b * length * d))
+        n = min(num_chars, length)
+        if not n:
+            return self._rows(qr, table, heads, tails, 0, slice(None), offset)
+        top = self._toeplitz(qr[:, :, :n], table, n, offset)  # (batch, heads, n, n)
+        if n == length:
+            return top
+        top = torch.cat([top, self._rows(qr[:, :, :n], table, heads, tails, 0, slice(n, None), offset)], dim=-1)
+        rest = self._rows(qr[:, :, n:], table, heads, tails, n, slice(None), offset)  # (batch, heads, W, L)
+        return torch.cat([top, rest], dim=2)
+
+    def _toeplitz(self, qr: Tensor, table: Tensor, n: int, offset: int) -> Tensor:
+        """Character pairs: all four distances are i - j, so R_ij = ReLU(sum_k T_k[i - j]) is one row of a
+        (2 span + 1, d_model) table, and qr_i . R_ij is entry i - j of qr_i's products with every row. One
+        matrix product and a gather instead of a (batch, n, n, d_model) R: (batch, heads, n, n)."""
+        s = table[0]
+        for k in range(1, len(self.kinds)):
+            s = s + table[k]  # the sum in _block's order, so R's values are the same
+        products = torch.matmul(qr, torch.relu(s).T)  # (batch, heads, n, 2 span + 1)
+        steps = torch.arange(n, device=qr.device)
+        index = (steps[:, None] - steps[None, :] + offset).expand(*qr.shape[:2], n, n)  # (batch, heads, n, n)
+        return products.gather(-1, index)
+
+    def _rows(self, qr: Tensor, table: Tensor, heads: Tensor, tails: Tensor, first: int, cols: slice,
+              offset: int) -> Tensor:
+        """Query spans first .. first + qr.shape[2] against key spans ``cols``: in one piece when R is small,
+        else in blocks of rows (recomputed in the backward pass instead of stored)."""
+        b, _, length, d = qr.shape
+        keys = heads[:, cols].shape[1]
+        if b * length * keys * d <= WHOLE_ELEMENTS:
+            return self._block(qr, table, heads, tails, slice(first, first + length), cols, offset)
+        rows = max(1, BLOCK_ELEMENTS // max(1, b * keys * d))
         out = []
         for start in range(0, length, rows):
-            sl = slice(start, start + rows)
+            sl = slice(first + start, first + min(start + rows, length))
+            part = qr[:, :, start: start + rows]
             if torch.is_grad_enabled() and (qr.requires_grad or table.requires_grad):
-                out.append(checkpoint(self._block, qr[:, :, sl], table, heads, tails, sl, offset,
-                                      use_reentrant=False))
+                out.append(checkpoint(self._block, part, table, heads, tails, sl, cols, offset, use_reentrant=False))
             else:
-                out.append(self._block(qr[:, :, sl], table, heads, tails, sl, offset))
+                out.append(self._block(part, table, heads, tails, sl, cols, offset))
         return torch.cat(out, dim=2)
 
-    def _block(self, qr: Tensor, table: Tensor, heads: Tensor, tails: Tensor, rows: slice, offset: int) -> Tensor:
-        dist = span_distances(heads, tails, rows)
+    def _block(self, qr: Tensor, table: Tensor, heads: Tensor, tails: Tensor, rows: slice, cols: slice,
+               offset: int) -> Tensor:
+        dist = span_distances(heads, tails, rows, cols)
         r = None
         for k, kind in enumerate(self.kinds):
-            part = nn.functional.embedding(dist[kind] + offset, table[k])  # (batch, rows, L, d_model)
+            part = nn.functional.embedding(dist[kind] + offset, table[k])  # (batch, rows, cols, d_model)
             r = part if r is None else r.add_(part)
-        return torch.einsum("bhie,bije->bhij", qr, torch.relu_(r))  # (batch, heads, rows, L)
+        return torch.einsum("bhie,bije->bhij", qr, torch.relu_(r))  # (batch, heads, rows, cols)
 
 
 class FlatLayer(nn.Module):
@@ -221,18 +253,18 @@ class FlatLayer(nn.Module):
         b, length, _ = x.shape
         return x.view(b, length, self.heads, self.d_head).transpose(1, 2)  # (batch, heads, L, d_head)
 
-    def attention_scores(self, e: Tensor, heads: Tensor, tails: Tensor) -> Tensor:
-        """A* of Eq. 11 before masking: (batch, heads, L, L)."""
+    def attention_scores(self, e: Tensor, heads: Tensor, tails: Tensor, num_chars: int = 0) -> Tensor:
+        """A* of Eq. 11 before masking: (batch, heads, L, L); the first ``num_chars`` spans are characters."""
         q, k = self._split(self.w_q(e)), self._split(self.w_ke(e))  # (batch, heads, L, d_head)
         content = torch.matmul(q + self.u[:, None], k.transpose(-1, -2))  # (q_i + u) . k_j
         # (q_i + v) . (R_ij W_kR)_h = R_ij . (W_kR,h (q_i + v)_h): per-head queries in R's space
         w = self.w_kr.weight.view(self.heads, self.d_head, -1)  # (heads, d_head, d_model)
         qr = torch.matmul(q + self.v[:, None], w)  # (batch, heads, L, d_model)
-        scores = content + self.relative.scores(qr, heads, tails)
+        scores = content + self.relative.scores(qr, heads, tails, num_chars)
         return scores / math.sqrt(self.d_head) if self.scale else scores
 
-    def forward(self, e: Tensor, heads: Tensor, tails: Tensor, allowed: Tensor) -> Tensor:
-        scores = self.attention_scores(e, heads, tails)  # (batch, heads, L, L)
+    def forward(self, e: Tensor, heads: Tensor, tails: Tensor, allowed: Tensor, num_chars: int = 0) -> Tensor:
+        scores = self.attention_scores(e, heads, tails, num_chars)  # (batch, heads, L, L)
         # a finite fill: a row with nothing allowed (padding under max_distance) gets uniform weights, not NaN
         scores = scores.masked_fill(~allowed[:, None], torch.finfo(scores.dtype).min)
         weights = torch.softmax(scores, dim=-1)
@@ -274,5 +306,5 @@ class FlatEncoder(Encoder):
         e, heads, tails, key_mask = self.spans(x, ctx)
         allowed = lattice_mask(heads, tails, key_mask, n, self.self_matched, self.max_distance)  # (batch, L, L)
         for layer in self.layers:
-            e = layer(e, heads, tails, allowed)
+            e = layer(e, heads, tails, allowed, n)
         return self.output_dropout(e[:, :n])  # (batch, n, d_model): characters only
