@@ -33,15 +33,19 @@ def predict(pairs: list[str]) -> dict:
 
 
 def compare(a: dict, b: dict) -> dict:
+    """The two files' MODEL:DATA entries are matched in order: the same models given as paths relative to
+    two different checkouts (or one relative, one absolute) still compare."""
+    if len(a) != len(b):
+        raise SystemExit(f"the files hold {len(a)} and {len(b)} MODEL:DATA entries: run both with the same list")
     report = {}
-    for pair in a:
+    for pair, other in zip(a, b):
         row = {}
         for bs in a[pair]:
-            diff = [(x, y) for x, y in zip(a[pair][bs], b[pair][bs]) if x != y]
+            diff = [(x, y) for x, y in zip(a[pair][bs], b[other][bs]) if x != y]
             row[f"batch {bs}: sentences differing"] = len(diff)
             row[f"batch {bs}: tokens differing"] = sum(u != v for x, y in diff for u, v in zip(x, y))
         row["sentences"] = len(a[pair]["1"])
-        row["batch 1 vs 64 (second file)"] = sum(x != y for x, y in zip(b[pair]["1"], b[pair]["64"]))
+        row["batch 1 vs 64 (second file)"] = sum(x != y for x, y in zip(b[other]["1"], b[other]["64"]))
         report[pair] = row
     return report
 
