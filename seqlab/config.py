@@ -114,7 +114,16 @@ class TrainConfig(LayerConfig):
     optimizer: Literal["sgd", "adam", "nadam"] = Field("sgd", description="SGD with momentum, as the papers")
     lr: float = Field(0.015, gt=0, le=100, description="PSA paper: 0.015 for NER and chunking")
     momentum: float = Field(0.9, ge=0, lt=1, description="PSA paper")
-    lr_decay: float = Field(0.05, ge=0, le=100, description="rho in lr_t = lr_0 / (1 + rho * t)")
+    lr_decay: float = Field(0.05, ge=0, le=100, description="inverse_time: rho in lr_t = lr_0 / (1 + rho * t)")
+    lr_schedule: Literal["inverse_time", "step_halving"] = Field(
+        "inverse_time", description="inverse_time: lr_0 / (1 + lr_decay * epochs done), set once per epoch (the "
+                                    "PSA paper); step_halving: lr_0 for lr_hold_steps optimiser steps, then halved "
+                                    "every lr_half_life_steps, never below lr_min, set every step (GCDT's code)")
+    lr_hold_steps: int = Field(1000, ge=0, le=1_000_000_000, description="step_halving: steps at lr_0 first")
+    lr_half_life_steps: int = Field(3000, gt=0, le=1_000_000_000,
+                                    description="step_halving: steps over which the rate halves")
+    lr_min: float = Field(0.0, ge=0, le=100, description="step_halving: the rate's floor (GCDT's code: 5e-6)")
+    adam_eps: float = Field(1e-8, gt=0, le=1, description="adam / nadam epsilon (PyTorch's 1e-8; GCDT's code: 1e-6)")
     warmup_epochs: float = Field(0.0, ge=0, le=10_000, description="linear warm-up of the learning rate over "
                                                                   "this many epochs, step by step (FLAT: 10)")
     max_length: int | None = Field(None, gt=0, le=10_000_000, description="training sentences longer than this "

@@ -66,8 +66,8 @@ def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
                                foreach=True)
     if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
-    return torch.optim.NAdam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
+        return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
+    return torch.optim.NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
 
 
 def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig,
@@ -88,10 +88,20 @@ def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainC
     return losses.detach()
 
 
-def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1) -> float:
-    """lr_t = lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule), times a linear
-    warm-up min(1, (steps done + 1) / (warmup_epochs * steps per epoch)) when ``warmup_epochs`` > 0."""
-    lr = cfg.lr / (1.0 + cfg.lr_decay * epoch)
+def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1, done: int | None = None) -> float:
+    """The rate for step ``step`` of ``steps`` in epoch ``epoch`` (0-based), ``done`` optimiser steps before it
+    in the whole run (default ``epoch * steps + step``).
+
+    ``inverse_time``: lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule).
+    ``step_halving``: lr_0 * 0.5 ** (max(0, done - hold) / half_life), at least ``lr_min`` (GCDT's code).
+    Either is multiplied by a linear warm-up min(1, (epoch * steps + step + 1) / (warmup_epochs * steps))
+    when ``warmup_epochs`` > 0."""
+    if done is None:
+        done = epoch * steps + step
+    if cfg.lr_schedule == "step_halving":
+        lr = max(cfg.lr * 0.5 ** (max(0, done - cfg.lr_hold_steps) / cfg.lr_half_life_steps), cfg.lr_min)
+    else:
+        lr = cfg.lr / (1.0 + cfg.lr_decay * epoch)
     if cfg.warmup_epochs:
         lr *= min(1.0, (epoch * steps + step + 1) / (cfg.warmup_epochs * steps))
     return lr
@@ -208,9 +218,7 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
     speeds = []
     while state["epoch"] < cfg.max_epochs and state["bad_epochs"] < cfg.patience:
         epoch = state["epoch"]
-        lr = learning_rate(cfg, epoch)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+        done = state.get("steps")  # optimiser steps before this epoch; None in checkpoints older than the count
         groups = batch_groups(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
                               rng=random.Random(cfg.seed * 100_003 + epoch), length=cfg.batch_length)
         batches = ranks.shard(groups, train_enc, tagger.featurizers, cfg.loss_reduction)  # this rank's part of each
@@ -218,10 +226,13 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
         total_loss, start = 0.0, time.perf_counter()
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{cfg.max_epochs}", disable=not progress, leave=False,
                    mininterval=0.5, unit="batch")
+        if done is None:
+            done = epoch * len(batches)
+        per_step = cfg.lr_schedule == "step_halving" or (cfg.warmup_epochs and epoch < cfg.warmup_epochs)
         for step, shard in enumerate(bar):
-            if cfg.warmup_epochs and epoch < cfg.warmup_epochs:
+            if per_step or step == 0:
                 for group in optimizer.param_groups:
-                    group["lr"] = learning_rate(cfg, epoch, step, len(batches))
+                    group["lr"] = learning_rate(cfg, epoch, step, len(batches), done + step)
             losses = train_step(trained, shard.batch.to(device), optimizer, params, cfg, shard.scale)
             total_loss += float(losses.sum()) if shard.counted else 0.0
             if average:
@@ -249,6 +260,7 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
                   "tokens_per_s": round(n_tokens / train_seconds, 1)}
         speeds.append(record["sentences_per_s"])
         state["epoch"] = epoch + 1
+        state["steps"] = done + len(batches)
         if improved:
             state.update(best=value, best_epoch=epoch + 1, bad_epochs=0)
         else:

@@ -21,6 +21,32 @@ def test_learning_rate_schedule():
     assert learning_rate(cfg, 10) == pytest.approx(0.015 / 1.5)
 
 
+def test_step_halving_schedule_follows_gcdt_code():
+    """GCDT's code: lr_0 for 1000 steps, then lr_0 * min(1, 2 ** ((1000 - step) / 3000)), at least 5e-6."""
+    cfg = TrainConfig(optimizer="adam", lr=8e-4, lr_schedule="step_halving", lr_hold_steps=1000,
+                      lr_half_life_steps=3000, lr_min=5e-6)
+    for done in (0, 999, 1000, 2500, 4000, 7000, 13000, 40000):
+        expected = max(8e-4 * min(1.0, 2 ** ((1000 - done) / 3000)), 5e-6)
+        assert learning_rate(cfg, 3, 0, 50, done) == pytest.approx(expected, rel=1e-12)
+    assert learning_rate(cfg, 0, 0, 50, 4000) == pytest.approx(4e-4)  # the epoch does not enter
+    assert learning_rate(cfg, 80, 10, 50) == pytest.approx(8e-4 * 2 ** ((1000 - 4010) / 3000))  # default count
+    assert learning_rate(cfg, 10**6, 0, 50) == 5e-6
+
+
+def test_step_schedule_resumes_at_the_same_step(tiny_corpus, tmp_path):
+    """The run's step count is checkpointed: a resumed step_halving run sets the same rates as one in one go."""
+    over = dict(optimizer="adam", lr=0.01, lr_schedule="step_halving", lr_hold_steps=2, lr_half_life_steps=3)
+    train(_short(tiny_corpus, 4, **over), tmp_path / "full", progress=False)
+    train(_short(tiny_corpus, 2, **over), tmp_path / "part", progress=False)
+    train(_short(tiny_corpus, 4, **over), tmp_path / "part", resume=True, progress=False)
+    full = [json.loads(x) for x in (tmp_path / "full" / "log.jsonl").read_text().splitlines()]
+    part = [json.loads(x) for x in (tmp_path / "part" / "log.jsonl").read_text().splitlines()]
+    assert [x["lr"] for x in part] == pytest.approx([x["lr"] for x in full], rel=1e-12)
+    assert [x["loss"] for x in part] == pytest.approx([x["loss"] for x in full], rel=1e-5)
+    rates = [x["lr"] for x in full]  # the rate of each epoch's last step
+    assert rates == sorted(rates, reverse=True) and len(set(rates)) == 4 and rates[0] < 0.01
+
+
 def _short(path, epochs, **train_over):
     raw = tiny_config(path).model_dump(mode="json")
     raw["train"].update(max_epochs=epochs, **train_over)
