@@ -148,6 +148,16 @@ class TrainConfig(LayerConfig):
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="auto: CUDA when PyTorch sees a GPU, else CPU")
 
+    @model_validator(mode="after")
+    def _schedule_keys(self) -> "TrainConfig":
+        """A rate key of the other schedule, given a value of its own, would be silently ignored: refused."""
+        unused = {"inverse_time": ("lr_hold_steps", "lr_half_life_steps", "lr_min"),
+                  "step_halving": ("lr_decay",)}[self.lr_schedule]
+        for key in unused:
+            if getattr(self, key) != type(self).model_fields[key].default:
+                raise check_error(ConfigCheckError(key, f"is not used by lr_schedule '{self.lr_schedule}'"))
+        return self
+
 
 class ExperimentConfig(LayerConfig):
     task: Literal["ner", "chunking", "pos", "tagging"] = Field("tagging", description="picks the dev metric")

@@ -32,6 +32,9 @@ CASES = [
     (["train.lr=.inf"], "train.lr", "less than or equal"),
     (["train.device=tpu"], "train.device", "'auto', 'cpu' or 'cuda'"),
     (["train.lr=[0.1"], "train.lr", "not valid YAML"),
+    (["train.lr_schedule=step_halving", "train.lr_decay=0.1"], "train.lr_decay", "not used by lr_schedule"),
+    (["train.lr_hold_steps=5"], "train.lr_hold_steps", "not used by lr_schedule 'inverse_time'"),
+    (["train.lr_schedule=cosine"], "train.lr_schedule", "'inverse_time' or 'step_halving'"),
 ]
 
 
