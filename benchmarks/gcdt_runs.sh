@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # GCDT (paper 004), issue 11: the accuracy runs of the issue's benchmark list, each to the config's own stopping
 # rule (patience 10, at most 100 epochs): GCDT, DT without global context and the GRU baseline, 3 seeds on
-# CoNLL-2000 chunking and 2 on CoNLL-2003 NER; then GCDT and the BiLSTM-CRF with the MiniLM contextual features,
-# 2 seeds on NER. train.device is auto: a GPU when there is one. Resumable: run it again after an interruption
-# and each run continues from its last checkpoint; finished runs (results.json) are skipped.
+# CoNLL-2000 chunking and 2 on CoNLL-2003 NER, and GCDT trained as the authors' train.sh (lr 8e-4) once; then
+# GCDT and the BiLSTM-CRF with the MiniLM contextual features, 2 seeds on NER. train.device is auto: a GPU when
+# there is one. Resumable: run it again after an interruption and each run continues from its last checkpoint;
+# finished runs (results.json) are skipped.
 # On 2 CPU threads one chunking epoch of GCDT takes about 2 minutes (65 sentences/s, 2026-11-24).
 # Usage: benchmarks/gcdt_runs.sh [OUT_ROOT] [WORKERS] [THREADS]   then: python benchmarks/summarize.py OUT_ROOT
 set -euo pipefail
@@ -23,6 +24,7 @@ run() {  # config name seed
 }
 for seed in 1 2 3; do
   run configs/chunking-gcdt.yaml chunking-gcdt "$seed"
+  [ "$seed" = 1 ] && run configs/gcdt/chunking-code-schedule.yaml chunking-code-schedule 1  # the code's lr 8e-4
   run configs/gcdt/chunking-no-global.yaml chunking-no-global "$seed"
   run configs/gcdt/chunking-gru-all.yaml chunking-gru-all "$seed"
 done
