@@ -96,7 +96,7 @@ def main() -> None:
     texts = DEFAULT
     if args.data:
         texts = [ln.strip() for ln in Path(args.data).read_text(encoding="utf-8").splitlines() if ln.strip()]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", args.model, "--host", "127.0.0.1",
                                "--port", str(args.port), "--engine", args.engine]
                               + ([] if args.threads is None else ["--threads", str(args.threads)]), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -162,7 +162,8 @@ def main() -> None:
     if first_error:
         print(f"first error: {first_error[0]}")
     print(f"latency p50 {1000 * statistics.median(lat):.1f} ms, p99 {1000 * lat[int(0.99 * (len(lat) - 1))]:.1f} ms")
-    print(f"network calls {info['batching']['network_calls']} for {len(lat) + 1} requests")
+    print(f"network calls {info['batching']['network_calls']} for {len(lat) + 1} requests; server HTTP stack "
+          f"{info.get('server', {}).get('http', '?')} + {info.get('server', {}).get('loop', '?')}")
     print(f"server RSS before {before['VmRSS']} MiB, after {after['VmRSS']} MiB, peak {after['VmHWM']} MiB")
     print(f"server exit status after SIGTERM: {code}")
 

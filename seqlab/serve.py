@@ -21,6 +21,7 @@ gracefully (requests in flight finish) and the parent exits with status 0.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -122,6 +123,13 @@ def _torch_threads() -> int:
     return torch.get_num_threads()
 
 
+def http_stack() -> dict[str, str]:
+    """What uvicorn's 'auto' settings pick: the C parser and event loop of ``seqlab[serve]`` when installed
+    (httptools, uvloop), else the pure-Python h11 and asyncio, which cost several times more CPU per request."""
+    found = {name: importlib.util.find_spec(name) is not None for name in ("httptools", "uvloop")}
+    return {"http": "httptools" if found["httptools"] else "h11", "loop": "uvloop" if found["uvloop"] else "asyncio"}
+
+
 def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, max_wait_ms: float = 5.0):
     """The app; concurrent requests are micro-batched (:class:`~seqlab.batcher.MicroBatcher`): up to
     ``max_batch`` sentences collected for at most ``max_wait_ms`` go through the network in one call."""
@@ -162,7 +170,8 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
     def info() -> dict:
         return {**tagger.info(), "limits": limits.__dict__,
                 "batching": {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "network_calls": batcher.calls,
-                             "threads": _torch_threads()}}
+                             "threads": _torch_threads()},
+                "server": http_stack()}
 
     @app.post("/predict")
     async def predict(req: PredictRequest) -> dict:  # the network runs in the batcher's thread

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from seqlab import Tagger, train
@@ -76,6 +78,9 @@ def test_confidence_and_limits_in_the_api(client):
     assert pred["confidence_kind"] == "crf-marginal" and len(pred["token_confidence"]) == 7
     assert all(0 < s["confidence"] <= 1 for s in pred["spans"])
     assert client.get("/info").json()["limits"]["max_sentences"] == 5
+    stack = client.get("/info").json()["server"]  # what uvicorn's 'auto' picks, by what is installed
+    assert stack["http"] == ("httptools" if importlib.util.find_spec("httptools") else "h11")
+    assert stack["loop"] == ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")
     assert client.get("/openapi.json").json()["paths"]["/predict"]
 
 
