@@ -9,6 +9,11 @@ a built-in list; a new connection per request, or with --keep-alive one persiste
 requests.Session or httpx clients hold), and reports requests/s, sentences/s,
 p50 / p99 latency, errors, and the server's resident memory before and after the load and its peak
 (VmHWM from /proc). The request loops stop by themselves after --seconds.
+
+With --reference, once the server has stopped, the same work is timed in one process without HTTP: the
+same sentences through ``Tagger.predict`` in batches of the server's max batch (64), on the server's thread
+count and engine, with the same confidence option and ``to_dict`` per prediction, and, for context, tags
+alone (``predict_tags``) at batch 64. The load's sentences/s is reported against both.
 """
 
 from __future__ import annotations
@@ -91,6 +96,7 @@ def main() -> None:
     parser.add_argument("--engine", default="torch", help="the server's --engine (torch or onnxruntime)")
     parser.add_argument("--keep-alive", action="store_true", help="one persistent connection per client")
     parser.add_argument("--threads", type=int, help="the server's --threads (default: its own)")
+    parser.add_argument("--reference", action="store_true", help="then time the same work in-process at batch 64")
     args = parser.parse_args()
     per_req = args.per_request
     texts = DEFAULT
@@ -166,7 +172,62 @@ def main() -> None:
           f"{info.get('server', {}).get('http', '?')} + {info.get('server', {}).get('loop', '?')}")
     print(f"server RSS before {before['VmRSS']} MiB, after {after['VmRSS']} MiB, peak {after['VmHWM']} MiB")
     print(f"server exit status after SIGTERM: {code}")
+    if args.reference:
+        load = per_req * len(lat) / elapsed
+        ref = json.loads(subprocess.run(
+            [sys.executable, __file__, "--reference-of", args.model, "--engine", args.engine,
+             "--threads", str(info["batching"]["threads"]), "--data", args.data or ""]
+            + (["--no-confidence"] if args.no_confidence else []),
+            env=env, check=True, capture_output=True, text=True).stdout)
+        print(f"in-process at batch 64, {info['batching']['threads']} thread(s): the same work (text in, "
+              f"predictions out) {ref['same_work']:.1f} sentences/s, tags alone {ref['tags_only']:.1f}; the load "
+              f"reached {100 * load / ref['same_work']:.0f}% and {100 * load / ref['tags_only']:.0f}% of them")
+
+
+def reference(model: str, engine: str, threads: int, data: str, confidence: bool) -> dict:
+    """Sentences/s of the server's work done in-process at batch 64 (best of 3 passes), and of tags alone."""
+    import torch
+
+    from seqlab import Tagger
+    from seqlab.data.sentence import Sentence
+    torch.set_num_threads(threads)
+    texts = DEFAULT if not data else [
+        ln.strip() for ln in Path(data).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    texts = (texts * (1 + 2048 // len(texts)))[:2048]
+    tagger = Tagger.load(model)
+    tagger.set_engine(engine)
+    sentences = [Sentence(t.split()) for t in texts]
+
+    def same_work() -> None:
+        for k in range(0, len(texts), 64):
+            [p.to_dict() for p in tagger.predict(texts[k: k + 64], batch_size=64, confidence=confidence)]
+
+    def tags_only() -> None:
+        tagger.predict_tags(sentences, batch_size=64)
+
+    out = {}
+    for name, work in (("same_work", same_work), ("tags_only", tags_only)):
+        work()  # warm-up
+        best = min(_seconds(work) for _ in range(3))
+        out[name] = len(texts) / best
+    return out
+
+
+def _seconds(work) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":
-    main()
+    if "--reference-of" in sys.argv:  # the child process of --reference
+        ref = argparse.ArgumentParser()
+        ref.add_argument("--reference-of")
+        ref.add_argument("--engine")
+        ref.add_argument("--threads", type=int)
+        ref.add_argument("--data")
+        ref.add_argument("--no-confidence", action="store_true")
+        a = ref.parse_args()
+        print(json.dumps(reference(a.reference_of, a.engine, a.threads, a.data, not a.no_confidence)))
+    else:
+        main()

@@ -41,6 +41,9 @@ from seqlab.modelfile import FORMAT_VERSION, parse_model_files, read_model_files
 
 log = logging.getLogger("seqlab")
 
+#: Default :attr:`Tagger.pad_overhead`: one more batch costs about as much as this many padded tokens.
+PAD_OVERHEAD = 64
+
 
 @dataclass
 class Span:
@@ -133,6 +136,9 @@ class Tagger:
         self.net = net.to(self.device)
         self.to_labels = IndexConverter(tags.itos, self.train_scheme, scheme)  # indices -> input-scheme labels
         self.engine = None  # runs the encoding instead of eager PyTorch (seqlab.engine); None = eager
+        # a batch of very unequal lengths (requests merged by the server) is cut where that saves more padded
+        # tokens than this many, the cost of one more batch (seqlab.data.batching.split_padding); None = never
+        self.pad_overhead: int | None = PAD_OVERHEAD
 
     # ----- tag schemes -------------------------------------------------------------------------
     @property
@@ -202,7 +208,8 @@ class Tagger:
         rows = [_Row(nbest=[] if nbest else None) for _ in encoded]
         nonempty = [i for i, e in enumerate(encoded) if e.length]
         items = [encoded[i] for i in nonempty]
-        batches = make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size)
+        batches = make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size,
+                               pad_overhead=self.pad_overhead)
         if self.engine is not None:  # pairwise tensors made in one piece: bounded by running big batches in parts
             batches = [part for b in batches for part in self.engine.parts(b, items, self.featurizers)]
         for batch in batches:

@@ -9,6 +9,7 @@ import torch
 
 from seqlab import Tagger, train
 from seqlab.data.readers import read_conll
+from seqlab.data.sentence import Sentence
 from tests.conftest import tiny_config, train_tiny
 
 
@@ -51,6 +52,19 @@ def test_predictions_do_not_depend_on_batch_size(trained):
     reference = tagger.predict_tags(sentences, batch_size=1)
     for bs in (2, 7, 64):
         assert tagger.predict_tags(sentences, batch_size=bs) == reference
+
+
+def test_predictions_do_not_depend_on_padding_splits(trained):
+    """Server-like calls mix very unequal lengths; cutting them into less padded batches changes nothing."""
+    path, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    sentences = read_conll(path, label_column=None)
+    mixed = sentences + [Sentence(["Stocks", "rose", "."] * 30)]
+    results = []
+    for overhead in (None, 0, 64):
+        tagger.pad_overhead = overhead
+        results.append([p.tags for p in tagger.predict(mixed, batch_size=64, confidence=True)])
+    assert results[0] == results[1] == results[2]
 
 
 def test_features_padding_invariant(trained):
@@ -154,6 +168,7 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
     calls.update(forward=0, encode=0)
     from seqlab.data.readers import read_conll as rc
     sentences = rc(run.parent / "tiny.txt", label_column=2)
+    tagger.pad_overhead = None  # one batch of them all, not cut where padding is large
     tagger.evaluate(sentences, batch_size=1000)
     assert calls == {"forward": 1, "encode": len(sentences)}
 

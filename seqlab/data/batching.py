@@ -73,16 +73,39 @@ def collate(items: list[Encoded], index: list[int], featurizers: Mapping[str, Co
 
 def make_batches(items: list[Encoded], featurizers: Mapping[str, Collator], batch_size: int | None = None,
                  batch_tokens: int | None = None, shuffle: bool = False, rng: random.Random | None = None,
-                 length: str = TOKENS) -> list[Batch]:
+                 length: str = TOKENS, pad_overhead: int | None = None) -> list[Batch]:
     """Length-bucketed batches: sort by ``length`` (tokens, or a length a featurizer reports) so padding
     is small, cut by sentence count or by a budget of padded ``length`` units, then shuffle the order
-    of batches (and, for training, jitter ties) when ``shuffle``."""
+    of batches (and, for training, jitter ties) when ``shuffle``. With ``pad_overhead`` (inference), a
+    batch of sentences of very unequal lengths is cut further where that saves padding (:func:`split_padding`)."""
     return [collate([items[i] for i in g], g, featurizers)
-            for g in batch_groups(items, batch_size, batch_tokens, shuffle, rng, length)]
+            for g in batch_groups(items, batch_size, batch_tokens, shuffle, rng, length, pad_overhead)]
+
+
+def split_padding(sizes: list[int], overhead: int) -> list[int]:
+    """Where to cut a run of ascending lengths into consecutive parts so that the sum over parts of
+    ``overhead + rows x longest`` is least: padded positions plus a fixed cost per part, in the same units
+    (a dynamic programme, O(n^2) for n rows). Returns the start of each part after the first."""
+    n = len(sizes)
+    best = [0.0] + [float("inf")] * n  # best[j]: least cost of the first j rows
+    start = [0] * (n + 1)
+    for j in range(1, n + 1):
+        longest = sizes[j - 1]
+        for i in range(j):
+            cost = best[i] + overhead + (j - i) * longest
+            if cost < best[j]:
+                best[j], start[j] = cost, i
+    cuts, j = [], n
+    while j > 0:
+        j = start[j]
+        if j:
+            cuts.append(j)
+    return cuts[::-1]
 
 
 def batch_groups(items: list[Encoded], batch_size: int | None = None, batch_tokens: int | None = None,
-                 shuffle: bool = False, rng: random.Random | None = None, length: str = TOKENS) -> list[list[int]]:
+                 shuffle: bool = False, rng: random.Random | None = None, length: str = TOKENS,
+                 pad_overhead: int | None = None) -> list[list[int]]:
     """The positions in ``items`` of each batch :func:`make_batches` makes, before collation (data-parallel
     training collates each process's share of a batch only)."""
     order = list(range(len(items)))
@@ -102,6 +125,15 @@ def batch_groups(items: list[Encoded], batch_size: int | None = None, batch_toke
         cur.append(i)
     if cur:
         groups.append(cur)
+    if pad_overhead is not None:
+        groups = [part for g in groups for part in _split_group(g, [sizes[i] for i in g], pad_overhead)]
     if shuffle:
         rng.shuffle(groups)
     return groups
+
+
+def _split_group(group: list[int], sizes: list[int], overhead: int) -> list[list[int]]:
+    if len(group) * sizes[-1] - sum(sizes) <= overhead:  # little padding (the usual case in a sorted corpus)
+        return [group]
+    bounds = [0, *split_padding(sizes, overhead), len(group)]
+    return [group[a:b] for a, b in zip(bounds, bounds[1:])]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from seqlab.config import DataConfig
-from seqlab.data.batching import Encoded, make_batches
+from seqlab.data.batching import Encoded, make_batches, split_padding
 from seqlab.data.corpus import load_corpus
 from seqlab.data.vocab import UNK, Vocab, casing_class, CASING_CLASSES, normalize_word
 from tests.conftest import SAMPLE
@@ -32,6 +32,35 @@ def test_sentence_count_batches_are_length_bucketed():
     batches = make_batches(_fake(lengths), {}, batch_size=3)
     assert sorted(sorted(lengths[i] for i in b.index) for b in batches) == [[5, 6, 7], [48, 49, 50]]
     assert all(b.mask.sum(1).tolist() == [lengths[i] for i in b.index] for b in batches)
+
+
+def _parts_cost(sizes, cuts, overhead):
+    bounds = [0, *cuts, len(sizes)]
+    return sum(overhead + (b - a) * sizes[b - 1] for a, b in zip(bounds, bounds[1:]))
+
+
+def test_split_padding_is_optimal_against_every_cut():
+    import itertools
+    rng = random.Random(3)
+    for _ in range(60):
+        sizes = sorted(rng.randint(1, 40) for _ in range(rng.randint(1, 8)))
+        overhead = rng.choice([0, 3, 20, 200])
+        brute = min(_parts_cost(sizes, list(c), overhead) for r in range(len(sizes))
+                    for c in itertools.combinations(range(1, len(sizes)), r))
+        cuts = split_padding(sizes, overhead)
+        assert cuts == sorted(set(cuts)) and all(0 < c < len(sizes) for c in cuts)
+        assert _parts_cost(sizes, cuts, overhead) == brute, (sizes, overhead)
+
+
+def test_padding_split_batches_cover_everything_once():
+    lengths = [4] * 40 + [60, 5, 30, 31, 3]
+    plain = make_batches(_fake(lengths), {}, batch_size=64)
+    split = make_batches(_fake(lengths), {}, batch_size=64, pad_overhead=64)
+    assert len(plain) == 1 and len(split) > 1
+    assert sorted(i for b in split for i in b.index) == list(range(len(lengths)))
+    assert sum(b.mask.numel() for b in split) + 64 * (len(split) - 1) < plain[0].mask.numel()
+    homogeneous = make_batches(_fake([20, 21, 22] * 20), {}, batch_size=64, pad_overhead=64)
+    assert len(homogeneous) == 1  # little padding: not cut
 
 
 def test_vocab_min_count_and_unk():
