@@ -16,6 +16,7 @@ start one) and M is read as I. Extraction is the same for every scheme.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 
 from seqlab.errors import SeqlabError
@@ -55,6 +56,7 @@ def split_tag(tag: str) -> tuple[str, str] | None:
     return prefix, chunk_type
 
 
+@functools.lru_cache(maxsize=4096)  # a tag set has tens of tags; this runs once per token of every output
 def _parse(tag: str, scheme: str) -> tuple[str, str]:
     """Split ``tag`` for chunk extraction, reading M as I; raise SeqlabError on an unknown prefix."""
     parts = split_tag(tag)
