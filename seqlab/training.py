@@ -40,6 +40,7 @@ from seqlab.distributed import Ranks
 from seqlab.errors import SeqlabError
 from seqlab.io import append_line, atomic_write_json, atomic_write_text, recover_dir
 from seqlab.metrics import Scores
+from seqlab.optim import NAdam
 from seqlab.plotting import plot_curves
 from seqlab.tagger import Tagger
 
@@ -67,7 +68,7 @@ def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
                                foreach=True)
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
-    return torch.optim.NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
+    return NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)  # torch's, minus a slow path
 
 
 def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig,

@@ -35,7 +35,8 @@ def test_step_halving_schedule_follows_gcdt_code():
 
 def test_step_schedule_resumes_at_the_same_step(tiny_corpus, tmp_path):
     """The run's step count is checkpointed: a resumed step_halving run sets the same rates as one in one go."""
-    over = dict(optimizer="adam", lr=0.01, lr_schedule="step_halving", lr_hold_steps=2, lr_half_life_steps=3)
+    over = dict(optimizer="adam", lr=0.01, lr_schedule="step_halving", lr_hold_steps=2, lr_half_life_steps=3,
+                lr_decay=TrainConfig.model_fields["lr_decay"].default)  # the tiny config's own decay: refused
     train(_short(tiny_corpus, 4, **over), tmp_path / "full", progress=False)
     train(_short(tiny_corpus, 2, **over), tmp_path / "part", progress=False)
     train(_short(tiny_corpus, 4, **over), tmp_path / "part", resume=True, progress=False)
