@@ -2,6 +2,7 @@
 
     python benchmarks/load_test.py MODEL [--clients 16] [--seconds 20] [--data FILE] [--port 8765]
         [--per-request K] [--no-confidence] [--engine torch|onnxruntime] [--keep-alive] [--threads T]
+        [--no-access-log] [--reference]
 
 Starts the server as a subprocess (127.0.0.1 only), sends K sentences per request (default 1, with
 confidence unless --no-confidence) from each client in a loop (sentences cycled from --data, raw text, or
@@ -97,6 +98,7 @@ def main() -> None:
     parser.add_argument("--keep-alive", action="store_true", help="one persistent connection per client")
     parser.add_argument("--threads", type=int, help="the server's --threads (default: its own)")
     parser.add_argument("--reference", action="store_true", help="then time the same work in-process at batch 64")
+    parser.add_argument("--no-access-log", action="store_true", help="the server's --no-access-log")
     args = parser.parse_args()
     per_req = args.per_request
     texts = DEFAULT
@@ -105,7 +107,9 @@ def main() -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", args.model, "--host", "127.0.0.1",
                                "--port", str(args.port), "--engine", args.engine]
-                              + ([] if args.threads is None else ["--threads", str(args.threads)]), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                              + ([] if args.threads is None else ["--threads", str(args.threads)])
+                              + (["--no-access-log"] if args.no_access_log else []),
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{args.port}"
     try:
         for _ in range(600):

@@ -226,7 +226,7 @@ def app_from_env():
 
 
 def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0,
-               workers: int = 1, engine: str = "torch", threads: int | None = None) -> None:
+               workers: int = 1, engine: str = "torch", threads: int | None = None, access_log: bool = True) -> None:
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
     process would end with -15). With ``workers`` > 1, that many processes serve the port
@@ -242,7 +242,7 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     import torch
     threads = threads or max(1, torch.get_num_threads() - 1)
     if workers > 1:
-        _run_workers(uvicorn, model, host, port, max_batch, max_wait_ms, workers, engine, threads)
+        _run_workers(uvicorn, model, host, port, max_batch, max_wait_ms, workers, engine, threads, access_log)
         return
     torch.set_num_threads(threads)
     import contextlib
@@ -259,11 +259,11 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
                     signal.signal(sig, handler)
 
     app = create_app(Tagger.load(model, engine=engine), max_batch=max_batch, max_wait_ms=max_wait_ms)
-    Server(uvicorn.Config(app, host=host, port=port, log_level="info")).run()
+    Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log)).run()
 
 
 def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
-                 workers: int, engine: str = "torch", threads: int = 1) -> None:
+                 workers: int, engine: str = "torch", threads: int = 1, access_log: bool = True) -> None:
     """uvicorn's multi-process mode: the parent binds the port, starts ``workers`` spawned processes that
     build the app from :func:`app_from_env`, restarts a worker that dies, and on SIGTERM / SIGINT sends each
     worker SIGTERM (a graceful shutdown), waits for them and returns. A worker that fails to start (its model
@@ -284,7 +284,7 @@ def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_
     if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:  # uvicorn >= 0.37
         extra["timeout_worker_healthcheck"] = 60  # a worker imports PyTorch before it answers: slow on busy CPUs
     config = uvicorn.Config("seqlab.serve:app_from_env", factory=True, host=host, port=port, workers=workers,
-                            log_level="info", **extra)
+                            log_level="info", access_log=access_log, **extra)
     supervisor = Multiprocess(config, sockets=[config.bind_socket()])  # what uvicorn.run does for workers > 1
     supervisor.run()
     if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):

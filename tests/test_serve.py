@@ -128,7 +128,7 @@ def test_an_error_reaches_only_the_request_that_caused_it():
     assert isinstance(err, SeqlabError)
 
 
-def _serve(model, *options: str, stderr):
+def _serve(model, *options: str, stderr, stdout=None):
     """``seqlab serve MODEL OPTIONS`` as a real process on a free loopback port: (process, base URL)."""
     import os
     import socket
@@ -141,7 +141,7 @@ def _serve(model, *options: str, stderr):
         port = sock.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(model), "--port", str(port),
-                               *options], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+                               *options], env=env, stdout=stdout or subprocess.DEVNULL, stderr=stderr)
     return server, f"http://127.0.0.1:{port}"
 
 
@@ -188,6 +188,32 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
             server.kill()
     assert reply == {"status": 200, "n": 1000}
     assert code == 0, server.stderr.read().decode()[-500:]
+
+
+def test_access_log_is_on_by_default_and_off_with_its_flag(shared_tiny_model):
+    import subprocess
+    import time
+    import urllib.request
+    logs = {}
+    for options in ((), ("--no-access-log",)):
+        server, base = _serve(shared_tiny_model[1], *options, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            for _ in range(300):
+                try:
+                    urllib.request.urlopen(base + "/health", timeout=1).read()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose ."]}',
+                                         {"content-type": "application/json"})
+            assert urllib.request.urlopen(req, timeout=60).status == 200
+        finally:
+            server.terminate()
+            out, err = server.communicate(timeout=60)
+        assert server.returncode == 0 and "Application startup complete" in err.decode()
+        logs[options] = out.decode() + err.decode()
+    assert '"POST /predict HTTP/1.1" 200' in logs[()]  # uvicorn's access log (stdout)
+    assert "/predict" not in logs[("--no-access-log",)] and "/health" not in logs[("--no-access-log",)]
 
 
 def _descendants(pid: int) -> dict[int, str]:
