@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from seqlab.blas import one_blas_thread
+
 
 @dataclass
 class ForwardBackward:
@@ -27,6 +29,7 @@ class ForwardBackward:
     log_z: np.ndarray
 
 
+@one_blas_thread()  # tiny products: NumPy's other BLAS threads would only spin against PyTorch's
 def forward_backward(emissions: np.ndarray, mask: np.ndarray, trans: np.ndarray, start: np.ndarray,
                      end: np.ndarray) -> ForwardBackward:
     """``emissions`` (batch, seq_len, tags), ``mask`` (batch, seq_len) bool, left-aligned, first column

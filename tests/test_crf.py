@@ -329,6 +329,28 @@ def test_hand_written_log_partition_gradient_equals_autograd(seed):
         torch.testing.assert_close(g, torch.zeros_like(x) if e is None else e, atol=1e-10, rtol=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_log_partition_in_numpy_equals_the_torch_recursions(seed, monkeypatch):
+    """On CPU, LogPartition runs in NumPy float64; the PyTorch recursions (kept for GPUs) give the same log Z
+    and gradients: to float64 rounding on float64 inputs, to float32 rounding on the float32 a model trains in."""
+    import seqlab.crf_partition as partition
+    num_tags, batch, seq_len = 2 + seed % 6, 1 + seed % 4, 1 + seed % 9
+    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 2e-5)):
+        crf = make_crf(num_tags, seed, constrained=seed % 2 == 1).to(dtype)
+        em, mask = padded_batch([seq_len] + [1 + (seed * 5 + b) % seq_len for b in range(batch - 1)], num_tags, seed)
+        em = em.to(dtype).requires_grad_(True)
+        weights = torch.randn(batch, generator=torch.Generator().manual_seed(seed)).to(dtype)
+        inputs = [em, crf.transitions, crf.start_transitions, crf.end_transitions]
+        results = []
+        for numpy_path in (True, False):
+            monkeypatch.setattr(partition, "CPU_NUMPY", numpy_path)
+            log_z = crf.log_partition(em, mask)
+            results.append((log_z, *torch.autograd.grad((log_z * weights).sum(), inputs)))
+        for got, expected in zip(*results):
+            assert got.dtype == expected.dtype == dtype
+            torch.testing.assert_close(got, expected, atol=tol, rtol=tol)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
     """CPU decoding runs in NumPy (seqlab.viterbi); it must give the PyTorch loop's paths and scores,
