@@ -109,7 +109,7 @@ class LogPartition(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, emissions: Tensor, trans: Tensor, start: Tensor, end: Tensor, mask: Tensor) -> Tensor:
-        if emissions.device.type == "cpu" and CPU_NUMPY:
+        if emissions.device.type == "cpu" and CPU_NUMPY and emissions.dtype in (torch.float32, torch.float64):
             with one_blas_thread():
                 ctx.numpy = _NumpyPartition(*(x.detach().numpy() for x in (emissions, trans, start, end, mask)))
             ctx.dtypes = [x.dtype for x in (emissions, trans, start, end)]  # the gradients' dtypes
