@@ -145,6 +145,18 @@ def _serve(model, *options: str, stderr, stdout=None):
     return server, f"http://127.0.0.1:{port}"
 
 
+def _wait_ready(base: str) -> None:
+    """Until the server at ``base`` answers /health (at most about 30 s)."""
+    import time
+    import urllib.request
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(base + "/health", timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
     import json
     import signal
@@ -157,12 +169,7 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
     import sys
     server, base = _serve(shared_tiny_model[1], stderr=subprocess.PIPE)
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + "/health", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
+        _wait_ready(base)
         # the default --threads leaves one of the process's PyTorch threads to the event loop
         default = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
                                  capture_output=True, text=True, env=dict(os.environ), check=True).stdout
@@ -192,18 +199,12 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
 
 def test_access_log_is_on_by_default_and_off_with_its_flag(shared_tiny_model):
     import subprocess
-    import time
     import urllib.request
     logs = {}
     for options in ((), ("--no-access-log",)):
         server, base = _serve(shared_tiny_model[1], *options, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
-            for _ in range(300):
-                try:
-                    urllib.request.urlopen(base + "/health", timeout=1).read()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            _wait_ready(base)
             req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose ."]}',
                                          {"content-type": "application/json"})
             assert urllib.request.urlopen(req, timeout=60).status == 200

@@ -84,22 +84,24 @@ def make_batches(items: list[Encoded], featurizers: Mapping[str, Collator], batc
 
 def split_padding(sizes: list[int], overhead: int) -> list[int]:
     """Where to cut a run of ascending lengths into consecutive parts so that the sum over parts of
-    ``overhead + rows x longest`` is least: padded positions plus a fixed cost per part, in the same units
-    (a dynamic programme, O(n^2) for n rows). Returns the start of each part after the first."""
-    n = len(sizes)
-    best = [0.0] + [float("inf")] * n  # best[j]: least cost of the first j rows
-    start = [0] * (n + 1)
-    for j in range(1, n + 1):
-        longest = sizes[j - 1]
+    ``overhead + rows x longest`` is least: padded positions plus a fixed cost per part, in the same units.
+    Returns the start of each part after the first. A cut inside a run of equal lengths only adds a part, so
+    a dynamic programme over the ends of such runs finds the best cuts: O(d^2) for d distinct lengths, however
+    many rows there are."""
+    ends = [k for k in range(1, len(sizes) + 1) if k == len(sizes) or sizes[k] != sizes[k - 1]]
+    best = [0.0] + [float("inf")] * len(ends)  # best[j]: least cost of the rows before ends[j - 1]
+    start = [0] * (len(ends) + 1)
+    for j in range(1, len(ends) + 1):
+        rows_to, longest = ends[j - 1], sizes[ends[j - 1] - 1]
         for i in range(j):
-            cost = best[i] + overhead + (j - i) * longest
+            cost = best[i] + overhead + (rows_to - (ends[i - 1] if i else 0)) * longest
             if cost < best[j]:
                 best[j], start[j] = cost, i
-    cuts, j = [], n
+    cuts, j = [], len(ends)
     while j > 0:
         j = start[j]
         if j:
-            cuts.append(j)
+            cuts.append(ends[j - 1])
     return cuts[::-1]
 
 
