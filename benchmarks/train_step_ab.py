@@ -4,10 +4,13 @@
         [--data-root ../shared/data] [--threads 2] [--reps 5] [--steps 130]
 
 Levers: ``nadam``: torch.optim.NAdam (A) against seqlab.optim.NAdam (B); ``crf-numpy``: the CRF's log
-partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqlab.crf_partition.CPU_NUMPY).
-Each repetition builds the tagger afresh (seed 1), takes 20 warm-up steps, then times ``--steps`` batch steps
-of ``train_step``. Prints ms per step, the largest weight difference between A and B after the first
-repetition (0.0: the same bits) and the ratio of medians. Run nothing else meanwhile.
+partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqlab.crf_partition.CPU_NUMPY);
+``dropout``: ``torch.nn.Dropout`` (A) against ``seqlab.dropout.Dropout`` (B; other masks from the same seed,
+so the weights differ after the first step).
+A and B are built once (seed 1 each, each with its own random stream for dropout) and take 20 warm-up
+steps; each repetition then runs the next ``--steps`` batches through both, in blocks of 10 steps in the order
+ABBA..., so that this host's drift falls on both alike. Prints ms per step, the largest weight difference
+between A and B after the first repetition (0.0: the same bits) and the ratio of medians. Run nothing else meanwhile.
 """
 
 from __future__ import annotations
@@ -18,19 +21,24 @@ import statistics
 import time
 
 import torch
+from torch import nn
 
 import seqlab.crf_partition as partition
 from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
+from seqlab.dropout import Dropout
 from seqlab.optim import NAdam
 from seqlab.tagger import Tagger
 from seqlab.training import make_optimizer, seed_everything, train_step
 
 
+BLOCK = 10  # training steps per interleaved block
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy"], required=True)
+    p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")
@@ -43,32 +51,49 @@ def main() -> None:
     config = load_config(args.config, over)
     corpus = load_corpus(config.data, args.data_root)
     cfg = config.train
-    batches, times, weights = None, {"A": [], "B": []}, {}
+    batches = None
+    models, rng = {}, {}
+    for version in ("A", "B"):
+        on = version == "B"
+        partition.CPU_NUMPY = on if args.lever == "crf-numpy" else True
+        seed_everything(1)
+        tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+        params = [q for q in tagger.net.parameters() if q.requires_grad]
+        if args.lever == "dropout":
+            for m in tagger.net.modules():
+                if isinstance(m, nn.Dropout):
+                    m.__class__ = Dropout if on else nn.Dropout
+        if args.lever == "nadam" and not on:
+            opt = torch.optim.NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, foreach=True)
+        elif args.lever == "nadam":
+            opt = NAdam(params, lr=cfg.lr, eps=cfg.adam_eps)
+        else:
+            opt = make_optimizer(params, cfg)
+        if batches is None:
+            batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers,
+                                   cfg.batch_size, shuffle=True, rng=random.Random(1))[: 20 + args.steps]
+        tagger.net.train()
+        for b in batches[:20]:  # warm-up
+            train_step(tagger.net, b, opt, params, cfg)
+        models[version] = (tagger.net, opt, params)
+        rng[version] = torch.get_rng_state()
+    times, weights = {"A": [], "B": []}, {}
     for rep in range(args.reps):
-        for version in times:
-            on = version == "B"
-            partition.CPU_NUMPY = on if args.lever == "crf-numpy" else True
-            seed_everything(1)
-            tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
-            params = [q for q in tagger.net.parameters() if q.requires_grad]
-            if args.lever == "nadam" and not on:
-                opt = torch.optim.NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, foreach=True)
-            elif args.lever == "nadam":
-                opt = NAdam(params, lr=cfg.lr, eps=cfg.adam_eps)
-            else:
-                opt = make_optimizer(params, cfg)
-            if batches is None:
-                batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers,
-                                       cfg.batch_size, shuffle=True, rng=random.Random(1))[: 20 + args.steps]
-            tagger.net.train()
-            for b in batches[:20]:
-                train_step(tagger.net, b, opt, params, cfg)
-            start = time.perf_counter()
-            for b in batches[20:]:
-                train_step(tagger.net, b, opt, params, cfg)
-            times[version].append(round((time.perf_counter() - start) / args.steps * 1000, 2))
-            if rep == 0:
-                weights[version] = [q.detach().clone() for q in params]
+        seconds = {"A": 0.0, "B": 0.0}
+        for k, lo in enumerate(range(20, 20 + args.steps, BLOCK)):
+            for version in ("A", "B") if k % 2 == 0 else ("B", "A"):  # ABBA: drift falls on both alike
+                partition.CPU_NUMPY = version == "B" if args.lever == "crf-numpy" else True
+                net, opt, params = models[version]
+                torch.set_rng_state(rng[version])
+                start = time.perf_counter()
+                for b in batches[lo: min(lo + BLOCK, 20 + args.steps)]:
+                    train_step(net, b, opt, params, cfg)
+                seconds[version] += time.perf_counter() - start
+                rng[version] = torch.get_rng_state()
+        for version, sec in seconds.items():
+            times[version].append(round(sec / args.steps * 1000, 2))
+        if rep == 0:
+            weights = {v: [q.detach().clone() for q in m[2]] for v, m in models.items()}
     partition.CPU_NUMPY = True
     print(f"lever {args.lever}, optimizer {args.optimizer}; ms per step, A (off): {times['A']}, B (on): {times['B']}")
     print("largest weight difference after the first repetition:",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from seqlab.dropout import Dropout
 from seqlab.lstm import gather_steps, reversal_index
 
 
@@ -83,7 +84,7 @@ class DTRNN(nn.Module):
             self.x_proj = nn.Linear(input_dim, 5 * hidden)  # [W_xr; W_xz; W_xl; W_xh; W_x] for all steps
             self.lgru = LGRUCell(hidden, layer_norm)
             self.tgrus = nn.ModuleList(TGRUCell(hidden, layer_norm) for _ in range(transitions))
-            self.dropout = nn.Dropout(cell_dropout)
+            self.dropout = Dropout(cell_dropout)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

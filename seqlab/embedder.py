@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.context import Context
+from seqlab.dropout import Dropout
 from seqlab.features.base import FeatureModule
 
 RESERVED = frozenset({"dropout", "names"})  # attributes of Embedder that a feature name would shadow
@@ -24,7 +25,7 @@ class Embedder(nn.Module):
             assert name not in RESERVED, name
             self.add_module(name, module)
         self.names = list(modules)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_dim = sum(m.output_dim for m in modules.values())
 
     def forward(self, ctx: Context) -> Tensor:

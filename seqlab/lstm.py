@@ -19,6 +19,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seqlab.dropout import Dropout
+
 
 def reversal_index(lengths: Tensor, seq_len: int) -> Tensor:
     """(batch, seq_len) gather index reversing each row's first ``lengths[b]`` steps (an involution
@@ -49,7 +51,7 @@ class BiLSTM(nn.Module):
         dims = [input_dim] + [(2 if cross else 1) * hidden] * (layers - 1)
         self.fwd = nn.ModuleList(nn.LSTM(d, hidden, batch_first=True) for d in dims)
         self.bwd = nn.ModuleList(nn.LSTM(d, hidden, batch_first=True) for d in dims)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_dim = 2 * hidden
 
     def directions(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:

@@ -40,3 +40,76 @@ def test_word_vector_does_not_depend_on_padding(make):
     wide[:, :3] = narrow
     with torch.no_grad():
         assert torch.allclose(enc(narrow), enc(wide), atol=1e-6)
+
+
+def _features(make) -> "CharFeatures":
+    from seqlab.features.chars import CharFeatures
+    torch.manual_seed(0)
+    return CharFeatures(make()).eval()
+
+
+def _run(features, chars: torch.Tensor) -> torch.Tensor:
+    """(distinct_tokens, out) through CharFeatures.forward, each row its own one-token sentence."""
+    from seqlab.context import Context
+    rows = torch.arange(len(chars))[:, None]  # (batch = distinct, seq = 1)
+    ctx = Context.of(torch.ones(len(chars), 1, dtype=torch.bool))
+    return features({"chars": chars, "rows": rows}, ctx)[:, 0]
+
+
+@pytest.mark.parametrize("make", [lambda: CharLSTM(20, 6, 8), lambda: CharCNN(20, 6, 8, [1, 3])])
+def test_inference_memo_gives_the_encoder_output(make):
+    """Memoised vectors equal the encoder's on every batch, whatever mix of seen and new tokens and
+    whatever padding width; a weight change empties the memo; training never reads it."""
+    features = _features(make)
+    first, second = _chars([3, 2, 5], 6, seed=1), _chars([4, 1], 9, seed=2)
+    mixed = torch.zeros(4, 11, dtype=torch.long)  # two tokens of `first`, one of `second`, one new
+    mixed[0, :3], mixed[1, :5], mixed[2, :4] = first[0, :3], first[2, :5], second[0, :4]
+    mixed[3, :6] = _chars([6], 6, seed=3)[0]
+    with torch.no_grad():
+        for batch in (first, second, mixed, first):
+            assert torch.allclose(_run(features, batch), features.encoder(batch), atol=1e-6)
+        assert features._memo is not None and features._memo.used == 3 + 2 + 1
+        before = _run(features, first)
+        next(features.encoder.parameters()).add_(1.0)  # an optimiser step or a load
+        after = _run(features, first)
+        assert not torch.allclose(before, after) and torch.allclose(after, features.encoder(first), atol=1e-6)
+        assert features._memo.used == 3
+    features.train()
+    out = _run(features, first)
+    assert out.requires_grad and features._memo.used == 3  # computed by the encoder, memo untouched
+
+
+def test_inference_memo_is_bounded_and_survives_deepcopy(monkeypatch):
+    import copy
+    import seqlab.features.chars as chars_module
+    features = _features(lambda: CharCNN(20, 6, 8, 3))
+    monkeypatch.setattr(chars_module, "MEMO_FLOATS", 8 * 4)  # room for 4 tokens of 8 floats
+    with torch.no_grad():
+        for seed in range(6):  # 3 new tokens per batch: the memo starts afresh when it would overflow
+            batch = _chars([2, 3, 4], 4, seed=10 + seed)
+            assert torch.allclose(_run(features, batch), features.encoder(batch), atol=1e-6)
+            assert features._memo.used <= 4
+        big = _chars([2] * 5, 2, seed=99)  # more distinct tokens than the memo holds: computed directly
+        assert torch.allclose(_run(features, big), features.encoder(big), atol=1e-6)
+        twin = copy.deepcopy(features)
+        assert twin._memo is None and torch.equal(_run(twin, big), _run(features, big))
+    with torch.inference_mode():  # a memo made in inference mode is written under no_grad later
+        _run(twin, _chars([3], 3, seed=5))
+    with torch.no_grad():
+        batch = _chars([3, 2], 3, seed=6)
+        assert torch.allclose(_run(twin, batch), twin.encoder(batch), atol=1e-6)
+
+
+def test_inference_memo_follows_weights_loaded_by_assignment():
+    """load_state_dict(assign=True) replaces the Parameter objects: the memo must not serve the old ones."""
+    features = _features(lambda: CharCNN(20, 6, 8, 3))
+    other = _features(lambda: CharCNN(20, 6, 8, 3))
+    with torch.no_grad():
+        for q in other.parameters():
+            q.add_(0.5)
+        batch = _chars([3, 2], 4, seed=7)
+        _run(features, batch)  # fills the memo with the old weights
+        features.load_state_dict(other.state_dict(), assign=True)
+        assert torch.allclose(_run(features, batch), other.encoder(batch), atol=1e-6)
+        features.double()
+        assert _run(features, batch).dtype == torch.float64

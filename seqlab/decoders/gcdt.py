@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from seqlab.context import Context
 from seqlab.crf import TagPath
 from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagSet
+from seqlab.dropout import Dropout
 from seqlab.dt import DTRNN
 from seqlab.encoders.gcdt import DTOptions
 from seqlab.registry import ConfigCheckError
@@ -59,7 +60,7 @@ class LabelDTDecoder(Decoder):
         g_out = global_dim if config.global_input == "softmax_input" else 0
         self.labels = nn.Embedding(n + 1, config.label_dim)
         self.rnn = DTRNN(input_dim + g_in + config.label_dim, config.hidden, **config.rnn_options())
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.out = nn.Linear(config.hidden + g_out, n)  # Eq. 12
         nn.init.xavier_uniform_(self.labels.weight)
         nn.init.xavier_uniform_(self.out.weight)

@@ -24,6 +24,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from seqlab.context import Context
+from seqlab.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.registry import ConfigCheckError
 
@@ -57,7 +58,7 @@ class ParallelAttentionEncoder(Encoder):
         self.heads, self.head_size = heads, head_size
         self.qkv = nn.Linear(input_dim, 3 * heads * head_size, bias=False)  # [W_q1..W_qm | W_k.. | W_v..]
         nn.init.xavier_uniform_(self.qkv.weight)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_dim = input_dim + heads * head_size
         self.columns = {"H": (0, input_dim), "C_all": (input_dim, self.output_dim)}
         for i in range(heads):

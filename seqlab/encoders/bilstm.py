@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 from torch import Tensor, nn
 
 from seqlab.context import Context
+from seqlab.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.lstm import BiLSTM
 
@@ -43,7 +44,7 @@ class BiLSTMEncoder(Encoder):
         super().__init__()
         assert hidden % 2 == 0, hidden  # the config rejects odd sizes
         self.lstm = BiLSTM(input_dim, hidden // 2, layers, dropout, cross=cross)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_dim = hidden
         self.reset_parameters()
 

@@ -49,6 +49,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from seqlab.context import Context
+from seqlab.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.registry import ConfigCheckError
 
@@ -246,10 +247,10 @@ class FlatLayer(nn.Module):
         self.relative = RelativeSpanEncoding(d, kinds, cfg.relative == "naive")
         self.out = nn.Linear(d, d)
         self.norm1 = nn.LayerNorm(d)
-        self.ff = nn.Sequential(nn.Linear(d, cfg.ff), nn.ReLU(), nn.Dropout(cfg.ff_dropout), nn.Linear(cfg.ff, d))
+        self.ff = nn.Sequential(nn.Linear(d, cfg.ff), nn.ReLU(), Dropout(cfg.ff_dropout), nn.Linear(cfg.ff, d))
         self.norm2 = nn.LayerNorm(d)
-        self.attention_dropout = nn.Dropout(cfg.attention_dropout)
-        self.dropout = nn.Dropout(cfg.ff_dropout)
+        self.attention_dropout = Dropout(cfg.attention_dropout)
+        self.dropout = Dropout(cfg.ff_dropout)
 
     def _split(self, x: Tensor) -> Tensor:
         b, length, _ = x.shape
@@ -286,7 +287,7 @@ class FlatEncoder(Encoder):
         self.char_proj = nn.Linear(input_dim, cfg.d_model)
         self.word_proj = nn.Linear(word_dim, cfg.d_model) if word_dim is not None else None
         self.layers = nn.ModuleList(FlatLayer(cfg) for _ in range(cfg.layers))
-        self.output_dropout = nn.Dropout(cfg.output_dropout)
+        self.output_dropout = Dropout(cfg.output_dropout)
         self.output_dim = cfg.d_model
 
     def spans(self, x: Tensor, ctx: Context) -> tuple[Tensor, Tensor, Tensor, Tensor]:

@@ -20,6 +20,7 @@ from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
 from seqlab.context import Context
+from seqlab.dropout import Dropout
 from seqlab.dt import BiDTRNN, DTRNN
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.registry import ConfigCheckError, LayerConfig, check_error
@@ -79,7 +80,7 @@ class DTEncoder(Encoder):
             self.layers = nn.ModuleList(BiDTRNN(d, config.hidden // 2, **config.rnn_options()) for d in dims)
         else:
             self.layers = nn.ModuleList(DTRNN(d, config.hidden, **config.rnn_options()) for d in dims)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.output_dim = config.hidden
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
@@ -121,7 +122,7 @@ class GlobalContextEncoder(Encoder):
         self.rnn = BiDTRNN(input_dim, config.hidden // 2, **config.rnn_options())
         self.pooling, self.placement = config.pooling, config.placement
         self.score = nn.Linear(config.hidden, 1) if config.pooling == "attention" else None
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.output_dim = config.output_dim(input_dim)
         if self.placement == "encoder_input":
             self.columns = {"x": (0, input_dim), "g": (input_dim, self.output_dim)}

@@ -85,6 +85,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from seqlab.context import Context
+from seqlab.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 
 Variant = Literal["journal", "early"]
@@ -338,7 +339,7 @@ class PSAFusionEncoder(Encoder):
         self.attention = PositionAwareAttention(d, variant, window, self_mask, gaussian,
                                                 position_bias, use_psi)
         self.position_encoding = position_encoding
-        self.dropout = nn.Dropout(attention_dropout)
+        self.dropout = Dropout(attention_dropout)
         self.fc1 = nn.Linear(d, d, bias=True) if fc_layers else None    # W(z1) s + b
         self.fc2 = nn.Linear(d, d, bias=False) if fc_layers else None   # W(z2) (no bias in Eq. 12)
         self.gate_x = nn.Linear(d, d, bias=False) if gate else None     # W(f1)

@@ -6,6 +6,7 @@ pooling, so a word's features never depend on the longest word of its batch.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
@@ -145,18 +146,99 @@ class CharLSTM(nn.Module):
         return torch.cat([last, out_b[:, 0]], dim=-1)  # (words, hidden)
 
 
+MEMO_FLOATS = 1 << 22  # an inference memo holds at most this many floats (16 MiB in float32), then starts afresh
+
+
+class TokenMemo:
+    """Inference memo of a char encoder: each token's vector, computed once while the weights stay the same.
+
+    Keyed by the token's character ids without padding, so a word's vector is the one its first batch gave
+    (the char encoders mask padding, so any batch gives it, up to the last bit of a matrix product's
+    rounding). Valid for one set of weights: ``key`` holds each parameter's storage and version counter,
+    which an optimiser step, ``load_state_dict`` or a ``.to()`` changes."""
+
+    def __init__(self, key: tuple, dim: int, dtype: torch.dtype):
+        self.key = key
+        self.rows: dict[bytes, int] = {}  # char ids (int64 bytes, no padding) -> row of ``table``
+        with torch.inference_mode(False):  # a normal tensor, written from inference mode and from no_grad
+            self.table = torch.empty(max(1, MEMO_FLOATS // dim), dim, dtype=dtype)  # (capacity, dim)
+        self.used = 0  # rows of ``table`` filled
+
+    def full(self, extra: int) -> bool:
+        return self.used + extra > self.table.shape[0]
+
+
 class CharFeatures(FeatureModule):
-    """Encodes each distinct token of the batch once and spreads the vectors over its positions."""
+    """Encodes each distinct token of the batch once and spreads the vectors over its positions.
+
+    At inference on CPU (no gradients, eval mode, not being traced for export) the vectors of tokens
+    seen in earlier batches come from a :class:`TokenMemo`: tagging text, most tokens are frequent words,
+    so the char encoder runs on the few new ones (the char CNN was a quarter of batch-64 tagging time)."""
 
     def __init__(self, encoder: nn.Module):
         super().__init__()
         self.encoder = encoder
         self.output_dim = encoder.output_dim
+        self._memo: TokenMemo | None = None
+        self._memo_lock = threading.Lock()  # a server may tag from more than one thread
+        self.register_load_state_dict_post_hook(CharFeatures._forget)  # load_state_dict(assign=True) swaps them
+
+    @staticmethod
+    def _forget(module: "CharFeatures", incompatible_keys=None) -> None:
+        """Drop the memo and the cached parameter list (weights loaded, moved or converted)."""
+        module.__dict__.pop("_params", None)
+        module._memo = None
+
+    def _apply(self, fn, recurse: bool = True):  # .to(), .float(), .cuda() ...
+        CharFeatures._forget(self)
+        return super()._apply(fn, recurse)
+
+    def __getstate__(self) -> dict:  # copy.deepcopy and pickle: without the memo and its lock
+        state = dict(self.__dict__, _memo=None)
+        del state["_memo_lock"]
+        state.pop("_params", None)  # the copy's own parameters, found again on first use
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._memo_lock = threading.Lock()
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
-        distinct = self.encoder(inputs["chars"])  # (distinct_tokens, out)
+        chars = inputs["chars"]  # (distinct_tokens, max_word_len), 0 = padding
+        if self.training or torch.is_grad_enabled() or chars.device.type != "cpu" or torch.jit.is_tracing():
+            distinct = self.encoder(chars)  # (distinct_tokens, out)
+        else:
+            distinct = self._memoised(chars)
         per_token = distinct[inputs["rows"]]  # (batch, seq, out)
         return per_token * ctx.mask.unsqueeze(-1)  # zero on padding
+
+    def _memoised(self, chars: Tensor) -> Tensor:
+        """(distinct_tokens, out): memoised rows, the encoder run once on the rest."""
+        if len(chars) > MEMO_FLOATS // self.output_dim:
+            return self.encoder(chars)  # more distinct tokens than a memo holds
+        with self._memo_lock:
+            return self._lookup(chars)
+
+    def _lookup(self, chars: Tensor) -> Tensor:
+        params = self.__dict__.get("_params")
+        if params is None:  # kept until a load or .to() (_forget); an optimiser step bumps the versions
+            params = self.__dict__["_params"] = list(self.encoder.parameters())
+        key = tuple((q.data_ptr(), q._version) for q in params)
+        memo = self._memo
+        if memo is None or memo.key != key or memo.full(len(chars)):
+            memo = self._memo = TokenMemo(key, self.output_dim, params[0].dtype)
+        ids = chars.numpy()
+        lengths = np.count_nonzero(ids, axis=1)  # padding only after the characters
+        names = [row[:n].tobytes() for row, n in zip(ids, lengths)]
+        where = np.fromiter((memo.rows.get(b, -1) for b in names), dtype=np.int64, count=len(names))
+        new = np.flatnonzero(where < 0)
+        if len(new):  # tokens not seen before (two tokens cut to the same ids just take two rows)
+            start = memo.used
+            memo.table[start: start + len(new)] = self.encoder(chars[torch.from_numpy(new)])
+            memo.used += len(new)
+            for i, j in enumerate(new):
+                where[j] = memo.rows[names[j]] = start + i
+        return memo.table[torch.from_numpy(where)]  # (distinct_tokens, out)
 
 
 class CharsFeaturizer(VocabFeaturizer):

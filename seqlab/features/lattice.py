@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
+from seqlab.dropout import Dropout
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids, string_list
 from seqlab.lexicon import JIEBA, Lexicon
@@ -79,7 +80,7 @@ class LatticeEmbedding(FeatureModule):
         if init is not None:
             self.embed.weight.data.copy_(init)
         self.embed.weight.requires_grad_(not freeze)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_dim = 0
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> None:

@@ -1,0 +1,94 @@
+"""The char encoders' inference memo (``seqlab.features.chars.TokenMemo``) off (A) and on (B), alternated in one process.
+
+    python benchmarks/char_memo_ab.py MODEL DATA [--threads 2] [--reps 5] [--batch-sizes 1,64] [--text]
+
+Each repetition tags the whole of DATA (a labeled file in the model's format) at each batch size with
+``predict_tags``, and with ``--text`` each sentence as a raw string through ``Tagger.predict`` (batch 1), with
+the memo off (A) and on (B), interleaved chunk by chunk (256 sentences, or 4 batches) in the order ABBA..., so
+that this host's drift falls on both alike. The memo starts empty at each repetition, so B pays for every
+first sighting of a word, as tagging a file once does; with ``--keep-memo`` only the first repetition starts
+empty, as in a long-running server. Prints
+sentences/s per repetition, the medians and their ratio B / A, and whether A and B gave the same tags.
+Run nothing else meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+from seqlab.features.chars import CharFeatures
+from seqlab.tagger import Tagger
+
+
+def char_modules(tagger: Tagger) -> list[CharFeatures]:
+    return [m for m in tagger.net.modules() if isinstance(m, CharFeatures)]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("model")
+    p.add_argument("data")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--batch-sizes", default="1,64")
+    p.add_argument("--text", action="store_true", help="also raw text in, spans out, one sentence per call")
+    p.add_argument("--keep-memo", action="store_true",
+                   help="empty the memo only before the first repetition (a long-running server's warm memo)")
+    p.add_argument("--out")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    from seqlab.data.readers import read_bmes, read_conll
+    tagger = Tagger.load(args.model)
+    data = tagger.config.data
+    test = read_bmes(args.data) if data.format == "bmes" else read_conll(args.data, label_column=data.label_column)
+    memos = char_modules(tagger)
+    assert memos, "the model has no char features"
+    original = CharFeatures._memoised
+
+    def off(self, chars):
+        return self.encoder(chars)
+
+    runs: dict[str, dict[str, list[float]]] = {}
+    tags: dict[str, list] = {}
+    texts = [" ".join(s.tokens) for s in test]
+    tagger.predict_tags(test[:200], 64)  # warm-up
+    sizes = [int(x) for x in args.batch_sizes.split(",")] + (["text-1"] if args.text else [])
+    for rep in range(args.reps):
+        for bs in sizes:
+            if rep == 0 or not args.keep_memo:
+                for m in memos:
+                    m._memo = None
+            seconds = {"A": 0.0, "B": 0.0}
+            step = 256 if bs == "text-1" or bs == 1 else 4 * bs  # sentences per interleaved chunk
+            for k, lo in enumerate(range(0, len(test), step)):
+                for version in ("A", "B") if k % 2 == 0 else ("B", "A"):  # ABBA: drift cancels
+                    CharFeatures._memoised = original if version == "B" else off
+                    start = time.perf_counter()
+                    if bs == "text-1":
+                        for t in texts[lo: lo + step]:
+                            tagger.predict([t], batch_size=1)
+                    else:
+                        tags.setdefault(f"{version}{bs}", []).extend(tagger.predict_tags(test[lo: lo + step], bs))
+                    seconds[version] += time.perf_counter() - start
+            for version, sec in seconds.items():
+                runs.setdefault(str(bs), {"A": [], "B": []})[version].append(round(len(test) / sec, 1))
+    CharFeatures._memoised = original
+    result = {"model": args.model, "data": args.data, "threads": args.threads, "sentences": len(test),
+              "memo": "warm after the first repetition" if args.keep_memo else "emptied before each repetition",
+              "sentences_per_s": runs,
+              "ratio_of_medians_B_over_A": {k: round(statistics.median(v["B"]) / statistics.median(v["A"]), 3)
+                                            for k, v in runs.items()},
+              "same_tags": all(tags[f"A{bs}"] == tags[f"B{bs}"] for bs in sizes if bs != "text-1")}
+    print(json.dumps(result, indent=2))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
