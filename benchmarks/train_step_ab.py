@@ -6,7 +6,8 @@
 Levers: ``nadam``: torch.optim.NAdam (A) against seqlab.optim.NAdam (B); ``crf-numpy``: the CRF's log
 partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqlab.crf_partition.CPU_NUMPY);
 ``dropout``: ``torch.nn.Dropout`` (A) against ``seqlab.dropout.Dropout`` (B; other masks from the same seed,
-so the weights differ after the first step).
+so the weights differ after the first step); ``flat-lengths``: FLAT's R for pairs with words by four lookups
+(A) against one lookup in the table of sums per span lengths (B; use a FLAT ``--config``).
 A and B are built once (seed 1 each, each with its own random stream for dropout) and take 20 warm-up
 steps; each repetition then runs the next ``--steps`` batches through both, in blocks of 10 steps in the order
 ABBA..., so that this host's drift falls on both alike. Prints ms per step, the largest weight difference
@@ -28,17 +29,25 @@ from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.dropout import Dropout
+from seqlab.encoders import flat as flat_module
 from seqlab.optim import NAdam
 from seqlab.tagger import Tagger
 from seqlab.training import make_optimizer, seed_everything, train_step
 
 
 BLOCK = 10  # training steps per interleaved block
+LENGTH_TABLE = flat_module.LENGTH_TABLE_ELEMENTS
+
+
+def set_lever(lever: str, on: bool) -> None:
+    """The module-level switches of the levers that have one (the others differ in what is built)."""
+    partition.CPU_NUMPY = on if lever == "crf-numpy" else True
+    flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout"], required=True)
+    p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout", "flat-lengths"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")
@@ -55,7 +64,7 @@ def main() -> None:
     models, rng = {}, {}
     for version in ("A", "B"):
         on = version == "B"
-        partition.CPU_NUMPY = on if args.lever == "crf-numpy" else True
+        set_lever(args.lever, on)
         seed_everything(1)
         tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
         params = [q for q in tagger.net.parameters() if q.requires_grad]
@@ -71,7 +80,8 @@ def main() -> None:
             opt = make_optimizer(params, cfg)
         if batches is None:
             batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers,
-                                   cfg.batch_size, shuffle=True, rng=random.Random(1))[: 20 + args.steps]
+                                   cfg.batch_size, cfg.batch_tokens, shuffle=True, rng=random.Random(1),
+                                   length=cfg.batch_length)[: 20 + args.steps]
         tagger.net.train()
         for b in batches[:20]:  # warm-up
             train_step(tagger.net, b, opt, params, cfg)
@@ -82,7 +92,7 @@ def main() -> None:
         seconds = {"A": 0.0, "B": 0.0}
         for k, lo in enumerate(range(20, 20 + args.steps, BLOCK)):
             for version in ("A", "B") if k % 2 == 0 else ("B", "A"):  # ABBA: drift falls on both alike
-                partition.CPU_NUMPY = version == "B" if args.lever == "crf-numpy" else True
+                set_lever(args.lever, version == "B")
                 net, opt, params = models[version]
                 torch.set_rng_state(rng[version])
                 start = time.perf_counter()
@@ -94,7 +104,7 @@ def main() -> None:
             times[version].append(round(sec / args.steps * 1000, 2))
         if rep == 0:
             weights = {v: [q.detach().clone() for q in m[2]] for v, m in models.items()}
-    partition.CPU_NUMPY = True
+    set_lever(args.lever, True)
     print(f"lever {args.lever}, optimizer {args.optimizer}; ms per step, A (off): {times['A']}, B (on): {times['B']}")
     print("largest weight difference after the first repetition:",
           max((a - b).abs().max().item() for a, b in zip(weights["A"], weights["B"])))

@@ -156,16 +156,20 @@ def test_sinusoid_matches_equations_9_and_10():
 @pytest.mark.parametrize("kinds", [("hh", "th", "ht", "tt"), ("hh",)])
 @pytest.mark.parametrize("whole", [False, True])
 @pytest.mark.parametrize("chars", ["toeplitz", "blocks"])
-def test_memory_saving_r_equals_the_naive_formula(kinds, whole, chars, monkeypatch):
+@pytest.mark.parametrize("by_lengths", [True, False])
+def test_memory_saving_r_equals_the_naive_formula(kinds, whole, chars, by_lengths, monkeypatch):
     """Every path of the memory-saving R: character pairs through the Toeplitz product or through blocks like
-    the other pairs, R in one piece or in blocks of a few query rows (recomputed in the backward pass)."""
+    the other pairs, R in one piece or in blocks of a few query rows (recomputed in the backward pass), each
+    block's R by one lookup in the table of sums per span lengths or by four lookups."""
     torch.manual_seed(0)
     if not whole:
         monkeypatch.setattr(flat_module, "BLOCK_ELEMENTS", 500)  # many blocks of a few query rows
         monkeypatch.setattr(flat_module, "WHOLE_ELEMENTS", 0)
+    if not by_lengths:
+        monkeypatch.setattr(flat_module, "LENGTH_TABLE_ELEMENTS", 0)
     d, b, n, w = 8, 2, 7, 5
     heads = torch.cat([torch.arange(n).expand(b, n), torch.randint(0, n - 1, (b, w))], 1)
-    tails = torch.cat([torch.arange(n).expand(b, n), (heads[:, n:] + torch.randint(1, 3, (b, w))).clamp(max=n - 1)], 1)
+    tails = torch.cat([torch.arange(n).expand(b, n), (heads[:, n:] + torch.randint(1, 4, (b, w))).clamp(max=n - 1)], 1)
     rel = RelativeSpanEncoding(d, kinds, naive=False)
     qr = torch.randn(b, 3, n + w, d, requires_grad=True)
     blocked = rel.scores(qr, heads, tails, n if chars == "toeplitz" else 0)
@@ -182,6 +186,25 @@ def test_memory_saving_r_equals_the_naive_formula(kinds, whole, chars, monkeypat
     naive_grads = torch.autograd.grad(naive.pow(2).sum(), [qr, *rel.parameters()])
     for g1, g2 in zip(grads, naive_grads):
         assert torch.allclose(g1, g2, atol=1e-4)
+
+
+def test_r_by_span_lengths_has_the_bits_of_the_four_lookups():
+    """R from the table of sums per (a, b, d_hh) equals, bit for bit, R summed from the four lookups, for
+    spans of lengths 1-5 (padding spans included: head = tail = 0)."""
+    torch.manual_seed(5)
+    d, b, n, w = 16, 3, 12, 9
+    heads = torch.cat([torch.arange(n).expand(b, n), torch.randint(0, n - 1, (b, w))], 1)
+    tails = torch.cat([torch.arange(n).expand(b, n), (heads[:, n:] + torch.randint(0, 5, (b, w))).clamp(max=n - 1)], 1)
+    heads[0, -2:] = tails[0, -2:] = 0  # padding words
+    for kinds in (KINDS, ("hh",)):
+        rel = RelativeSpanEncoding(d, kinds, naive=False)
+        table, offset = rel.tables(n - 1, heads.device)
+        for rows, cols in [(slice(None), slice(None)), (slice(n, None), slice(None)), (slice(2, 5), slice(n, None))]:
+            fast = rel._by_lengths(table, heads, tails, rows, cols, offset)
+            dist = span_distances(heads, tails, rows, cols)
+            slow = sum((torch.nn.functional.embedding(dist[k] + offset, table[i]) for i, k in enumerate(kinds)),
+                       torch.zeros(()))
+            assert torch.equal(fast, torch.relu(slow))
 
 
 def test_toeplitz_r_without_lexicon_words_equals_the_naive_formula():

@@ -1,6 +1,11 @@
-"""The char encoders' inference memo (``seqlab.features.chars.TokenMemo``) off (A) and on (B), alternated in one process.
+"""An inference lever off (A) and on (B), interleaved in one process.
 
-    python benchmarks/char_memo_ab.py MODEL DATA [--threads 2] [--reps 5] [--batch-sizes 1,64] [--text]
+    python benchmarks/inference_ab.py MODEL DATA --lever char-memo|flat-lengths [--threads 2] [--reps 5]
+        [--batch-sizes 1,64] [--text] [--keep-memo]
+
+Levers: ``char-memo``: the char encoders' inference memo (``seqlab.features.chars.TokenMemo``);
+``flat-lengths``: FLAT's R for pairs with words by one lookup in the table of sums per span lengths, against
+four lookups (``seqlab.encoders.flat.LENGTH_TABLE_ELEMENTS`` = 0).
 
 Each repetition tags the whole of DATA (a labeled file in the model's format) at each batch size with
 ``predict_tags``, and with ``--text`` each sentence as a raw string through ``Tagger.predict`` (batch 1), with
@@ -21,6 +26,7 @@ import time
 
 import torch
 
+from seqlab.encoders import flat as flat_module
 from seqlab.features.chars import CharFeatures
 from seqlab.tagger import Tagger
 
@@ -33,6 +39,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("model")
     p.add_argument("data")
+    p.add_argument("--lever", choices=["char-memo", "flat-lengths"], required=True)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--batch-sizes", default="1,64")
@@ -47,11 +54,15 @@ def main() -> None:
     data = tagger.config.data
     test = read_bmes(args.data) if data.format == "bmes" else read_conll(args.data, label_column=data.label_column)
     memos = char_modules(tagger)
-    assert memos, "the model has no char features"
-    original = CharFeatures._memoised
+    assert memos or args.lever != "char-memo", "the model has no char features"
+    original, length_table = CharFeatures._memoised, flat_module.LENGTH_TABLE_ELEMENTS
 
     def off(self, chars):
         return self.encoder(chars)
+
+    def set_lever(on: bool) -> None:
+        CharFeatures._memoised = original if on or args.lever != "char-memo" else off
+        flat_module.LENGTH_TABLE_ELEMENTS = length_table if on or args.lever != "flat-lengths" else 0
 
     runs: dict[str, dict[str, list[float]]] = {}
     tags: dict[str, list] = {}
@@ -67,7 +78,7 @@ def main() -> None:
             step = 256 if bs == "text-1" or bs == 1 else 4 * bs  # sentences per interleaved chunk
             for k, lo in enumerate(range(0, len(test), step)):
                 for version in ("A", "B") if k % 2 == 0 else ("B", "A"):  # ABBA: drift cancels
-                    CharFeatures._memoised = original if version == "B" else off
+                    set_lever(version == "B")
                     start = time.perf_counter()
                     if bs == "text-1":
                         for t in texts[lo: lo + step]:
@@ -77,8 +88,8 @@ def main() -> None:
                     seconds[version] += time.perf_counter() - start
             for version, sec in seconds.items():
                 runs.setdefault(str(bs), {"A": [], "B": []})[version].append(round(len(test) / sec, 1))
-    CharFeatures._memoised = original
-    result = {"model": args.model, "data": args.data, "threads": args.threads, "sentences": len(test),
+    set_lever(True)
+    result = {"lever": args.lever, "model": args.model, "data": args.data, "threads": args.threads, "sentences": len(test),
               "memo": "warm after the first repetition" if args.keep_memo else "emptied before each repetition",
               "sentences_per_s": runs,
               "ratio_of_medians_B_over_A": {k: round(statistics.median(v["B"]) / statistics.median(v["A"]), 3)
