@@ -105,7 +105,7 @@ def main() -> None:
         if rep == 0:
             weights = {v: [q.detach().clone() for q in m[2]] for v, m in models.items()}
     set_lever(args.lever, True)
-    print(f"lever {args.lever}, optimizer {args.optimizer}; ms per step, A (off): {times['A']}, B (on): {times['B']}")
+    print(f"lever {args.lever}, optimizer {cfg.optimizer}; ms per step, A (off): {times['A']}, B (on): {times['B']}")
     print("largest weight difference after the first repetition:",
           max((a - b).abs().max().item() for a, b in zip(weights["A"], weights["B"])))
     print("ratio of medians A / B", round(statistics.median(times["A"]) / statistics.median(times["B"]), 3))
