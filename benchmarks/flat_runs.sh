@@ -9,8 +9,10 @@
 # after an interruption, or again with a larger EPOCHS, takes every run further (the learning rate depends on
 # the epoch, not on the cap, so a run continued from 15 to 30 epochs trains as one started with 30). A run that
 # reached EPOCHS (or stopped early by patience) is marked with .budget and skipped.
-# Usage: benchmarks/flat_runs.sh [OUT_ROOT] [EPOCHS] [WORKERS] [THREADS]
+# Usage: [CODE=DIR] benchmarks/flat_runs.sh [OUT_ROOT] [EPOCHS] [WORKERS] [THREADS]
 #        then: python benchmarks/summarize.py OUT_ROOT
+# CODE: a checkout (e.g. `git worktree add /tmp/s8 af979b9`) whose seqlab the runs import, so that runs of one
+# table share one code while this checkout changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/flat}
@@ -25,7 +27,7 @@ run() {  # config name seed [extra seqlab arguments]
   if [ -f "$dir/.budget" ] && [ "$(cat "$dir/.budget")" -ge "$EPOCHS" ]; then return 0; fi
   local resume=""
   [ -d "$dir/checkpoint" ] && resume="--resume"
-  echo "SEQLAB_DATA=../shared/data .venv/bin/seqlab -q train $1 --out $dir --set train.seed=$3" \
+  echo "SEQLAB_DATA=../shared/data ${CODE:+PYTHONPATH=$CODE }.venv/bin/seqlab -q train $1 --out $dir --set train.seed=$3" \
        "--set train.threads=$THREADS ${*:4} --max-epochs $EPOCHS $resume && echo $EPOCHS > $dir/.budget" >> "$Q"
 }
 for seed in 1 2 3; do
