@@ -1,0 +1,24 @@
+import random, time, torch
+from seqlab.config import load_config
+from seqlab.data.batching import make_batches
+from seqlab.data.corpus import load_corpus
+from seqlab.tagger import Tagger
+from seqlab.training import make_optimizer, seed_everything, train_step
+torch.set_num_threads(1)
+config = load_config("configs/ner-resume-flat.yaml", [])
+corpus = load_corpus(config.data, "../shared/data")
+cfg = config.train
+seed_everything(1)
+tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+params = [q for q in tagger.net.parameters() if q.requires_grad]
+opt = make_optimizer(params, cfg)
+batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, cfg.batch_size, cfg.batch_tokens, shuffle=True, rng=random.Random(1), length=cfg.batch_length)[:120]
+tagger.net.train()
+for b in batches[:10]: train_step(tagger.net, b, opt, params, cfg)
+t=time.perf_counter()
+for b in batches[10:60]: train_step(tagger.net, b, opt, params, cfg)
+print("ms/step", (time.perf_counter()-t)/50*1000, "sent/s", sum(len(b.index) for b in batches[10:60])/(time.perf_counter()-t))
+from torch.profiler import profile, ProfilerActivity
+with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    for b in batches[60:100]: train_step(tagger.net, b, opt, params, cfg)
+print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=40))

@@ -1,0 +1,24 @@
+import random, time, torch, sys
+from seqlab.config import load_config
+from seqlab.data.batching import make_batches
+from seqlab.data.corpus import load_corpus
+from seqlab.tagger import Tagger
+from seqlab.training import make_optimizer, seed_everything, train_step
+torch.set_num_threads(2)
+config = load_config("configs/chunking-bilstm-crf.yaml", ["train.optimizer=sgd", "train.lr=0.015", "train.clip=5.0"])
+corpus = load_corpus(config.data, "../shared/data")
+cfg = config.train
+seed_everything(1)
+tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+params = [q for q in tagger.net.parameters() if q.requires_grad]
+opt = make_optimizer(params, cfg)
+batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, cfg.batch_size, shuffle=True, rng=random.Random(1))[:220]
+tagger.net.train()
+for b in batches[:20]: train_step(tagger.net, b, opt, params, cfg)
+t=time.perf_counter()
+for b in batches[20:120]: train_step(tagger.net, b, opt, params, cfg)
+print("ms/step", (time.perf_counter()-t)*10)
+from torch.profiler import profile, ProfilerActivity
+with profile(activities=[ProfilerActivity.CPU]) as prof:
+    for b in batches[120:220]: train_step(tagger.net, b, opt, params, cfg)
+print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=35))
