@@ -26,11 +26,14 @@ def f_matmul_ia():
     r = Gather.apply(table, index)
     out = torch.matmul(qr.transpose(1, 2), r.transpose(-1, -2))
     return out.transpose(1, 2)
+def f_rleft():  # R (b, i, j, e) on the left, never permuted (the "einsum_ab2" row of BENCHMARKS)
+    r = torch.nn.functional.embedding(index, table)
+    return torch.matmul(r, qr.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 def f_products():
     # group-free: products of queries with every table row, then gather (N columns)
     p = torch.matmul(qr, table.T)  # (b, h, rows, N)
     return p.gather(-1, index[:, None].expand(b, h, rows, cols))
-for name, f in [("einsum", f_einsum), ("matmul", f_matmul), ("matmul+index_add", f_matmul_ia), ("products", f_products)] * 2:
+for name, f in [("einsum", f_einsum), ("matmul", f_matmul), ("matmul+index_add", f_matmul_ia), ("r-left", f_rleft), ("products", f_products)] * 2:
     for _ in range(5): f().pow(2).sum().backward()
     t = time.perf_counter()
     for _ in range(30):
