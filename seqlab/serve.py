@@ -262,6 +262,25 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log)).run()
 
 
+def _supervisor(multiprocess: type) -> type:
+    """uvicorn's supervisor, told at once when a worker has died. Its health check sends a ping down each
+    worker's pipe and waits up to ``timeout_worker_healthcheck`` (60 s here) for the answer, but the parent
+    still holds the worker's end of that pipe, so the death of a worker (one whose model failed to load, say)
+    closes nothing and the check waits out the whole timeout: a minute between the worker's error and the
+    exit. Closing the parent's copy of each started worker's end (the worker has its own, inherited when it
+    was spawned) lets a dead worker's pipe read as closed, and the check returns at once."""
+
+    class Supervisor(multiprocess):
+        def keep_subprocess_alive(self) -> None:
+            for process in self.processes:  # all started: they are started as they are made
+                conn = getattr(process, "child_conn", None)
+                if conn is not None and process.pid is not None:
+                    conn.close()  # idempotent; terminate() and kill() close it again
+            super().keep_subprocess_alive()
+
+    return Supervisor
+
+
 def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
                  workers: int, engine: str = "torch", threads: int = 1, access_log: bool = True) -> None:
     """uvicorn's multi-process mode: the parent binds the port, starts ``workers`` spawned processes that
@@ -285,7 +304,7 @@ def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_
         extra["timeout_worker_healthcheck"] = 60  # a worker imports PyTorch before it answers: slow on busy CPUs
     config = uvicorn.Config("seqlab.serve:app_from_env", factory=True, host=host, port=port, workers=workers,
                             log_level="info", access_log=access_log, **extra)
-    supervisor = Multiprocess(config, sockets=[config.bind_socket()])  # what uvicorn.run does for workers > 1
+    supervisor = _supervisor(Multiprocess)(config, sockets=[config.bind_socket()])  # uvicorn.run's, workers > 1
     supervisor.run()
     if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
         raise SeqlabError("serve --workers: a worker process failed to start (its error is logged above)")

@@ -326,3 +326,32 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-800:]
     assert "a worker process failed to start" in done.stderr
+
+
+def test_the_supervisor_reads_a_dead_workers_pipe_as_closed():
+    """uvicorn's health check waits on the pipe to each worker; while the parent held the worker's end too, a
+    dead worker closed nothing and the check sat out its whole timeout (60 s) before the parent saw the death.
+    With the parent's copy closed, the pipe of a worker that has exited reads as closed."""
+    import multiprocessing
+
+    from seqlab.serve import _supervisor
+    spawn = multiprocessing.get_context("spawn")  # as uvicorn starts its workers
+    parent_end, worker_end = spawn.Pipe()
+    worker = spawn.Process(target=repr, args=(worker_end,))  # inherits its end of the pipe, then exits
+    worker.start()
+
+    class Started:  # what the supervisor keeps of a started worker
+        pid, child_conn = worker.pid, worker_end
+
+    class Base:  # stands for uvicorn's Multiprocess
+        processes = [Started()]
+
+        def keep_subprocess_alive(self) -> None:
+            pass
+
+    _supervisor(Base)().keep_subprocess_alive()
+    worker.join()
+    assert worker_end.closed
+    assert parent_end.poll(60)  # readable at once: end of file (before the fix: nothing for 60 s, False)
+    with pytest.raises(EOFError):
+        parent_end.recv()
