@@ -12,7 +12,7 @@ p50 / p99 latency, errors, and the server's resident memory before and after the
 (VmHWM from /proc). The request loops stop by themselves after --seconds.
 
 With --reference, once the server has stopped, the same work is timed in one process without HTTP: the
-same sentences through ``Tagger.predict`` in batches of the server's max batch (64), on the server's thread
+same sentences through ``Tagger.predict`` in batches of the server's max batch (--max-batch), on the server's thread
 count and engine, with the same confidence option and ``to_dict`` per prediction, and, for context, tags
 alone (``predict_tags``) at batch 64. The load's sentences/s is reported against both.
 """
@@ -99,6 +99,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="the server's --threads (default: its own)")
     parser.add_argument("--reference", action="store_true", help="then time the same work in-process at batch 64")
     parser.add_argument("--no-access-log", action="store_true", help="the server's --no-access-log")
+    parser.add_argument("--max-batch", type=int, default=64, help="the server's --max-batch (and the reference's)")
+    parser.add_argument("--max-wait-ms", type=float, help="the server's --max-wait-ms (default: its own)")
     args = parser.parse_args()
     per_req = args.per_request
     texts = DEFAULT
@@ -108,7 +110,9 @@ def main() -> None:
     server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", args.model, "--host", "127.0.0.1",
                                "--port", str(args.port), "--engine", args.engine]
                               + ([] if args.threads is None else ["--threads", str(args.threads)])
-                              + (["--no-access-log"] if args.no_access_log else []),
+                              + (["--no-access-log"] if args.no_access_log else [])
+                              + ["--max-batch", str(args.max_batch)]
+                              + ([] if args.max_wait_ms is None else ["--max-wait-ms", str(args.max_wait_ms)]),
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{args.port}"
     try:
@@ -180,16 +184,18 @@ def main() -> None:
         load = per_req * len(lat) / elapsed
         ref = json.loads(subprocess.run(
             [sys.executable, __file__, "--reference-of", args.model, "--engine", args.engine,
-             "--threads", str(info["batching"]["threads"]), "--data", args.data or ""]
+             "--threads", str(info["batching"]["threads"]), "--data", args.data or "", "--batch", str(args.max_batch)]
             + (["--no-confidence"] if args.no_confidence else []),
             env=env, check=True, capture_output=True, text=True).stdout)
-        print(f"in-process at batch 64, {info['batching']['threads']} thread(s): the same work (text in, "
-              f"predictions out) {ref['same_work']:.1f} sentences/s, tags alone {ref['tags_only']:.1f}; the load "
+        print(f"in-process, {info['batching']['threads']} thread(s): the same work (text in, predictions out, "
+              f"batch {args.max_batch}) {ref['same_work']:.1f} sentences/s, tags alone (batch 64) "
+              f"{ref['tags_only']:.1f}; the load "
               f"reached {100 * load / ref['same_work']:.0f}% and {100 * load / ref['tags_only']:.0f}% of them")
 
 
-def reference(model: str, engine: str, threads: int, data: str, confidence: bool) -> dict:
-    """Sentences/s of the server's work done in-process at batch 64 (best of 3 passes), and of tags alone."""
+def reference(model: str, engine: str, threads: int, data: str, confidence: bool, batch: int = 64) -> dict:
+    """Sentences/s of the server's work done in-process at ``batch`` (best of 3 passes), and of tags alone at
+    batch 64."""
     import torch
 
     from seqlab import Tagger
@@ -203,8 +209,8 @@ def reference(model: str, engine: str, threads: int, data: str, confidence: bool
     sentences = [Sentence(t.split()) for t in texts]
 
     def same_work() -> None:
-        for k in range(0, len(texts), 64):
-            [p.to_dict() for p in tagger.predict(texts[k: k + 64], batch_size=64, confidence=confidence)]
+        for k in range(0, len(texts), batch):
+            [p.to_dict() for p in tagger.predict(texts[k: k + batch], batch_size=batch, confidence=confidence)]
 
     def tags_only() -> None:
         tagger.predict_tags(sentences, batch_size=64)
@@ -231,7 +237,8 @@ if __name__ == "__main__":
         ref.add_argument("--threads", type=int)
         ref.add_argument("--data")
         ref.add_argument("--no-confidence", action="store_true")
+        ref.add_argument("--batch", type=int, default=64)
         a = ref.parse_args()
-        print(json.dumps(reference(a.reference_of, a.engine, a.threads, a.data, not a.no_confidence)))
+        print(json.dumps(reference(a.reference_of, a.engine, a.threads, a.data, not a.no_confidence, a.batch)))
     else:
         main()

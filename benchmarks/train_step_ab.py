@@ -7,7 +7,9 @@ Levers: ``nadam``: torch.optim.NAdam (A) against seqlab.optim.NAdam (B); ``crf-n
 partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqlab.crf_partition.CPU_NUMPY);
 ``dropout``: ``torch.nn.Dropout`` (A) against ``seqlab.dropout.Dropout`` (B; other masks from the same seed,
 so the weights differ after the first step); ``flat-lengths``: FLAT's R for pairs with words by four lookups
-(A) against one lookup in the table of sums per span lengths (B; use a FLAT ``--config``).
+(A) against one lookup in the table of sums per span lengths (B; use a FLAT ``--config``); ``gc-freeze``: the
+whole heap seen by the garbage collector (A) against frozen after loading (B, ``gc.freeze()``, as
+:func:`seqlab.heap.freeze_loaded` does; the same model twice, so the weights stay the same bits).
 A and B are built once (seed 1 each, each with its own random stream for dropout) and take 20 warm-up
 steps; each repetition then runs the next ``--steps`` batches through both, in blocks of 10 steps in the order
 ABBA..., so that this host's drift falls on both alike. Prints ms per step, the largest weight difference
@@ -17,6 +19,7 @@ between A and B after the first repetition (0.0: the same bits) and the ratio of
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import time
@@ -43,11 +46,13 @@ def set_lever(lever: str, on: bool) -> None:
     """The module-level switches of the levers that have one (the others differ in what is built)."""
     partition.CPU_NUMPY = on if lever == "crf-numpy" else True
     flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
+    if lever == "gc-freeze":
+        (gc.freeze if on else gc.unfreeze)()
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout", "flat-lengths"], required=True)
+    p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout", "flat-lengths", "gc-freeze"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")

@@ -227,11 +227,13 @@ def cmd_predict(args) -> None:
     import itertools
 
     from seqlab.data.readers import numbered_lines, iter_conll, iter_raw
+    from seqlab.heap import freeze_loaded
     from seqlab.parallel import PredictOptions, chunked, render_chunk, tag_in_processes
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device, args.engine)
     if args.beam:
         tagger.set_beam(args.beam)
+    freeze_loaded()  # this process tags until it exits
     if args.file == "-":
         source, numbered = "<stdin>", numbered_lines(sys.stdin.buffer, "utf-8", "<stdin>")
     else:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from seqlab.data.readers import write_conll
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
+from seqlab.heap import freeze_loaded
 
 log = logging.getLogger("seqlab")
 
@@ -87,6 +88,7 @@ def _init_worker(model: str, device: str, beam: int | None, engine: str, options
         _state["error"] = err
         return
     _state["tagger"], _state["options"] = tagger, options
+    freeze_loaded()  # this process tags until the pool ends
 
 
 def _tag_chunk(sentences: list[Sentence]) -> str:

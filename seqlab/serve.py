@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seqlab.batcher import MicroBatcher
 from seqlab.errors import SeqlabError
+from seqlab.heap import freeze_loaded
 from seqlab.tagger import Tagger
 
 
@@ -218,7 +219,9 @@ def app_from_env():
         if "threads" in options:
             import torch
             torch.set_num_threads(max(1, options.pop("threads")))
-        return create_app(Tagger.load(model, engine=os.environ.get(ENV_ENGINE) or "torch"), **options)
+        app = create_app(Tagger.load(model, engine=os.environ.get(ENV_ENGINE) or "torch"), **options)
+        freeze_loaded()  # this worker serves until it exits
+        return app
     except SeqlabError as err:
         from uvicorn.config import STARTUP_FAILURE
         logging.getLogger("uvicorn.error").error("error: %s", err)
@@ -259,6 +262,7 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
                     signal.signal(sig, handler)
 
     app = create_app(Tagger.load(model, engine=engine), max_batch=max_batch, max_wait_ms=max_wait_ms)
+    freeze_loaded()  # this process serves until it exits
     Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log)).run()
 
 
