@@ -13,10 +13,11 @@ lone surrogate or a NUL character, or a non-finite number, is malformed. Nothing
 file path or model loading. Errors are JSON: ``{"error": "..."}`` (413), ``{"detail": [{"loc", "msg",
 "type"}]}`` (422 for malformed requests) or ``{"detail": "..."}`` (422 for input the model cannot tag).
 
-``seqlab serve MODEL --workers N`` runs N such servers in processes sharing the port (uvicorn's supervisor: the
-parent binds the socket, each worker imports :func:`app_from_env` by name and builds its own app, model and
-micro-batcher from the ``SEQLAB_SERVE_*`` variables the parent set). SIGTERM to the parent stops every worker
-gracefully (requests in flight finish) and the parent exits with status 0.
+``seqlab serve MODEL --workers N`` runs N such servers in processes sharing the port (:mod:`seqlab.supervisor`:
+on Linux each worker listens on its own ``SO_REUSEPORT`` socket, so the kernel spreads connections, keep-alive
+ones included, over the workers; each worker imports :func:`app_from_env` by name and builds its own app,
+model and micro-batcher from the ``SEQLAB_SERVE_*`` variables the parent set). SIGTERM to the parent stops
+every worker gracefully (requests in flight finish) and the parent exits with status 0.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
         return {**tagger.info(), "limits": limits.__dict__,
                 "batching": {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "network_calls": batcher.calls,
                              "threads": _torch_threads()},
-                "server": http_stack()}
+                "server": {**http_stack(), "pid": os.getpid()}}
 
     @app.post("/predict")
     async def predict(req: PredictRequest) -> dict:  # the network runs in the batcher's thread
@@ -245,7 +246,7 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     import torch
     threads = threads or max(1, torch.get_num_threads() - 1)
     if workers > 1:
-        _run_workers(uvicorn, model, host, port, max_batch, max_wait_ms, workers, engine, threads, access_log)
+        _run_workers(model, host, port, max_batch, max_wait_ms, workers, engine, threads, access_log)
         return
     torch.set_num_threads(threads)
     import contextlib
@@ -266,31 +267,12 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log)).run()
 
 
-def _supervisor(multiprocess: type) -> type:
-    """uvicorn's supervisor, told at once when a worker has died. Its health check sends a ping down each
-    worker's pipe and waits up to ``timeout_worker_healthcheck`` (60 s here) for the answer, but the parent
-    still holds the worker's end of that pipe, so the death of a worker (one whose model failed to load, say)
-    closes nothing and the check waits out the whole timeout: a minute between the worker's error and the
-    exit. Closing the parent's copy of each started worker's end (the worker has its own, inherited when it
-    was spawned) lets a dead worker's pipe read as closed, and the check returns at once."""
-
-    class Supervisor(multiprocess):
-        def keep_subprocess_alive(self) -> None:
-            for process in self.processes:  # all started: they are started as they are made
-                conn = getattr(process, "child_conn", None)
-                if conn is not None and process.pid is not None:
-                    conn.close()  # idempotent; terminate() and kill() close it again
-            super().keep_subprocess_alive()
-
-    return Supervisor
-
-
-def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
+def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
                  workers: int, engine: str = "torch", threads: int = 1, access_log: bool = True) -> None:
-    """uvicorn's multi-process mode: the parent binds the port, starts ``workers`` spawned processes that
-    build the app from :func:`app_from_env`, restarts a worker that dies, and on SIGTERM / SIGINT sends each
-    worker SIGTERM (a graceful shutdown), waits for them and returns. A worker that fails to start (its model
-    loading, after the parent's own check passed) stops the supervisor, and this raises: exit status 2, not 0."""
+    """``workers`` spawned processes serving the port (:mod:`seqlab.supervisor`), each building its app from
+    :func:`app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A worker
+    that fails to start (its model loading, after the parent's own check passed) stops them all, and this
+    raises: exit status 2, not 0."""
     try:
         import fastapi  # noqa: F401 - fail here, in one line, rather than in every worker
     except ImportError:  # pragma: no cover - optional dependency
@@ -299,16 +281,5 @@ def _run_workers(uvicorn, model: str, host: str, port: int, max_batch: int, max_
     os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch), ENV_ENGINE: engine,
                        ENV_MAX_WAIT_MS: repr(max_wait_ms),
                        ENV_THREADS: str(max(1, threads // workers))})
-    import inspect
-
-    from uvicorn.config import STARTUP_FAILURE
-    from uvicorn.supervisors import Multiprocess
-    extra = {}
-    if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:  # uvicorn >= 0.37
-        extra["timeout_worker_healthcheck"] = 60  # a worker imports PyTorch before it answers: slow on busy CPUs
-    config = uvicorn.Config("seqlab.serve:app_from_env", factory=True, host=host, port=port, workers=workers,
-                            log_level="info", access_log=access_log, **extra)
-    supervisor = _supervisor(Multiprocess)(config, sockets=[config.bind_socket()])  # uvicorn.run's, workers > 1
-    supervisor.run()
-    if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
-        raise SeqlabError("serve --workers: a worker process failed to start (its error is logged above)")
+    from seqlab.supervisor import supervise
+    supervise(workers, host, port, access_log)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -328,30 +329,117 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
     assert "a worker process failed to start" in done.stderr
 
 
-def test_the_supervisor_reads_a_dead_workers_pipe_as_closed():
-    """uvicorn's health check waits on the pipe to each worker; while the parent held the worker's end too, a
-    dead worker closed nothing and the check sat out its whole timeout (60 s) before the parent saw the death.
-    With the parent's copy closed, the pipe of a worker that has exited reads as closed."""
-    import multiprocessing
+def _start_workers(model, log: Path, *options: str):
+    """``seqlab serve MODEL --workers 2 OPTIONS`` once both workers serve: (process, base URL)."""
+    import time
+    with log.open("wb") as err:
+        server, base = _serve(model, "--workers", "2", *options, stderr=err)
+    deadline = time.monotonic() + 90
+    while log.read_text().count("Application startup complete") < 2:
+        assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(0.2)
+    return server, base
 
-    from seqlab.serve import _supervisor
-    spawn = multiprocessing.get_context("spawn")  # as uvicorn starts its workers
-    parent_end, worker_end = spawn.Pipe()
-    worker = spawn.Process(target=repr, args=(worker_end,))  # inherits its end of the pipe, then exits
-    worker.start()
 
-    class Started:  # what the supervisor keeps of a started worker
-        pid, child_conn = worker.pid, worker_end
+def _pids_of_persistent_connections(base: str, n: int) -> list[int]:
+    """Open ``n`` keep-alive connections at once, as a client pool does, and ask each which worker holds it."""
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+    url = urlsplit(base)
+    conns = [http.client.HTTPConnection(url.hostname, url.port, timeout=30) for _ in range(n)]
+    for conn in conns:
+        conn.connect()
+    pids = []
+    for conn in conns:
+        for _ in range(2):  # twice on the same connection: it stays with its worker
+            conn.request("GET", "/info")
+            pids.append(json.loads(conn.getresponse().read())["server"]["pid"])
+        assert pids[-1] == pids[-2]
+        conn.close()
+    return pids[::2]
 
-    class Base:  # stands for uvicorn's Multiprocess
-        processes = [Started()]
 
-        def keep_subprocess_alive(self) -> None:
-            pass
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="SO_REUSEPORT spreads connections on Linux")
+def test_workers_share_persistent_connections_and_a_dead_worker_is_replaced(shared_tiny_model, tmp_path):
+    """Keep-alive connections opened at once are spread over both workers (each listens on its own
+    SO_REUSEPORT socket: with one shared socket, one worker could take them all), and a worker killed
+    outright is replaced while the other keeps serving."""
+    import os
+    import signal
+    import time
+    import urllib.request
+    server, base = _start_workers(shared_tiny_model[1], tmp_path / "serve.log", "--no-access-log")
+    try:
+        pids = _pids_of_persistent_connections(base, 24)
+        assert len(set(pids)) == 2, pids  # all 24 on one worker: a chance of 2 in 2^24 if spread at random
+        victim = pids[0]
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 90
+        while _running(victim) or (tmp_path / "serve.log").read_text().count("Application startup complete") < 3:
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.2)  # gone, its socket with it, and a replacement serving
+        assert len(set(_pids_of_persistent_connections(base, 24)) - {victim}) == 2  # two workers again
+        assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert "ended with status -9; starting another" in (tmp_path / "serve.log").read_text()
 
-    _supervisor(Base)().keep_subprocess_alive()
-    worker.join()
-    assert worker_end.closed
-    assert parent_end.poll(60)  # readable at once: end of file (before the fix: nothing for 60 s, False)
-    with pytest.raises(EOFError):
-        parent_end.recv()
+
+def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model):
+    import socket
+    import subprocess
+    import sys
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "seqlab", "-q", "serve", str(shared_tiny_model[1]), "--port",
+                               str(port), "--workers", "2"], capture_output=True, text=True, timeout=300,
+                              env=_env())
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == f"error: serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_tiny_model, tmp_path):
+    """The path for macOS and the BSDs, run here by turning SO_REUSEPORT off: the parent listens and both
+    workers serve the socket they inherit."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    port = _free_port()
+    script = ("import sys, seqlab.supervisor as s, seqlab.cli as cli\n"
+              "s.REUSE_PORT = False\n"
+              f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
+              "'--workers', '2']))\n")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as err:
+        server = subprocess.Popen([sys.executable, "-c", script], env=_env(), stderr=err)
+    try:
+        deadline = time.monotonic() + 90
+        while log.read_text().count("Application startup complete") < 2:
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).read() == b'{"status":"ok"}'
+        server.terminate()
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env() -> dict:
+    import os
+    from pathlib import Path
+    return dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
