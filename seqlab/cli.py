@@ -8,6 +8,7 @@
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
     seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N] [--threads N] [--engine torch|onnxruntime] [--no-access-log]
+        [--max-sentences N] [--max-chars N] [--max-body-bytes N]
     seqlab export MODEL --format onnx --out model.onnx      (or --format torchscript --out model.pt)
     seqlab demo --out DIR
 Bad input prints one line ``error: ...`` and exits with code 2.
@@ -169,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--engine", choices=["torch", "onnxruntime"], default="torch",
                    help="what runs the embedder and encoder layers: eager PyTorch, or the network exported "
                         "to onnxruntime in memory (faster on small CPU batches; checked against torch at load)")
+    from seqlab.serve import Limits
+    for flag, what in [("max_sentences", "sentences in one request"),
+                       ("max_chars", "characters of text or tokens in one request"),
+                       ("max_body_bytes", "bytes of one request's body")]:
+        v.add_argument("--" + flag.replace("_", "-"), type=_int_in(*Limits.RANGES[flag]),
+                       default=getattr(Limits, flag), help=f"at most this many {what}, else HTTP 413 (default %(default)s)")
     v.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="no line per request on stderr (uvicorn's access log; 7%% of the event loop's time under "
                         "load)")
@@ -325,9 +332,9 @@ def cmd_export(args) -> None:
 
 
 def cmd_serve(args) -> None:
-    from seqlab.serve import run_server
+    from seqlab.serve import Limits, run_server
     run_server(args.model, args.host, args.port, args.max_batch, args.max_wait_ms, args.workers, args.engine,
-               args.threads, args.access_log)
+               args.threads, args.access_log, Limits(args.max_sentences, args.max_chars, args.max_body_bytes))
 
 
 def cmd_demo(args) -> None:

@@ -28,8 +28,9 @@ import logging
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -41,9 +42,33 @@ from seqlab.tagger import Tagger
 
 @dataclass(frozen=True)
 class Limits:
+    """What one request may hold; over any of them it gets HTTP 413 (``seqlab serve --max-sentences``,
+    ``--max-chars``, ``--max-body-bytes``)."""
     max_sentences: int = 1000  # per request
     max_chars: int = 200_000  # characters of text or tokens per request
     max_body_bytes: int = 2_000_000  # request body
+
+    #: The allowed range of each field (the command line checks its flags against these).
+    RANGES: ClassVar[dict[str, tuple[int, int]]] = {"max_sentences": (1, 1_000_000), "max_chars": (1, 100_000_000), "max_body_bytes": (1, 1_000_000_000)}
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in self.RANGES.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise SeqlabError(f"serve: {name} must be an integer in {low}..{high}, got {value!r}")
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls, text: str) -> Limits:
+        try:
+            raw = json.loads(text)
+        except ValueError:
+            raw = None
+        if not isinstance(raw, dict) or set(raw) != set(cls.RANGES):
+            raise SeqlabError(f"{ENV_LIMITS}: expected a JSON object with {', '.join(cls.RANGES)}")
+        return cls(**raw)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -194,17 +219,18 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
 
 
 # What `seqlab serve --workers N` hands each worker process (they inherit the parent's environment).
-ENV_MODEL, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_THREADS, ENV_ENGINE = (
+ENV_MODEL, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_THREADS, ENV_ENGINE, ENV_LIMITS = (
     "SEQLAB_SERVE_MODEL", "SEQLAB_SERVE_MAX_BATCH", "SEQLAB_SERVE_MAX_WAIT_MS", "SEQLAB_SERVE_THREADS",
-    "SEQLAB_SERVE_ENGINE")
+    "SEQLAB_SERVE_ENGINE", "SEQLAB_SERVE_LIMITS")
 
 
 def app_from_env():
     """The app of one worker of ``seqlab serve --workers N``: uvicorn imports this factory by name in each
     worker process (``seqlab.serve:app_from_env``) and calls it. The model folder and options come from
     ``SEQLAB_SERVE_MODEL``, ``SEQLAB_SERVE_MAX_BATCH``, ``SEQLAB_SERVE_MAX_WAIT_MS``, ``SEQLAB_SERVE_THREADS``
-    (PyTorch threads of this worker) and ``SEQLAB_SERVE_ENGINE`` (torch or onnxruntime). A model that cannot be loaded ends the worker with uvicorn's start-up
-    failure status, which stops the supervisor instead of restarting the worker forever."""
+    (PyTorch threads of this worker), ``SEQLAB_SERVE_ENGINE`` (torch or onnxruntime) and
+    ``SEQLAB_SERVE_LIMITS`` (:class:`Limits` as JSON). A model that cannot be loaded ends the worker with
+    uvicorn's start-up failure status, which stops the supervisor instead of restarting the worker forever."""
     try:
         model = os.environ.get(ENV_MODEL)
         if not model:
@@ -217,6 +243,8 @@ def app_from_env():
                     options[name] = parse(os.environ[key])
                 except ValueError:
                     raise SeqlabError(f"{key}: expected a number, got '{os.environ[key]}'") from None
+        if os.environ.get(ENV_LIMITS):
+            options["limits"] = Limits.from_env(os.environ[ENV_LIMITS])
         if "threads" in options:
             import torch
             torch.set_num_threads(max(1, options.pop("threads")))
@@ -230,7 +258,8 @@ def app_from_env():
 
 
 def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0,
-               workers: int = 1, engine: str = "torch", threads: int | None = None, access_log: bool = True) -> None:
+               workers: int = 1, engine: str = "torch", threads: int | None = None, access_log: bool = True,
+               limits: Limits = Limits()) -> None:
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
     process would end with -15). With ``workers`` > 1, that many processes serve the port
@@ -246,7 +275,7 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     import torch
     threads = threads or max(1, torch.get_num_threads() - 1)
     if workers > 1:
-        _run_workers(model, host, port, max_batch, max_wait_ms, workers, engine, threads, access_log)
+        _run_workers(model, host, port, max_batch, max_wait_ms, workers, engine, threads, access_log, limits)
         return
     torch.set_num_threads(threads)
     import contextlib
@@ -262,13 +291,14 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
-    app = create_app(Tagger.load(model, engine=engine), max_batch=max_batch, max_wait_ms=max_wait_ms)
+    app = create_app(Tagger.load(model, engine=engine), limits, max_batch=max_batch, max_wait_ms=max_wait_ms)
     freeze_loaded()  # this process serves until it exits
     Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log)).run()
 
 
 def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
-                 workers: int, engine: str = "torch", threads: int = 1, access_log: bool = True) -> None:
+                 workers: int, engine: str = "torch", threads: int = 1, access_log: bool = True,
+                 limits: Limits = Limits()) -> None:
     """``workers`` spawned processes serving the port (:mod:`seqlab.supervisor`), each building its app from
     :func:`app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A worker
     that fails to start (its model loading, after the parent's own check passed) stops them all, and this
@@ -279,7 +309,7 @@ def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: 
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
     Tagger.load(model, engine=engine)  # a bad model folder or engine: one error line here, before any worker
     os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch), ENV_ENGINE: engine,
-                       ENV_MAX_WAIT_MS: repr(max_wait_ms),
+                       ENV_MAX_WAIT_MS: repr(max_wait_ms), ENV_LIMITS: limits.to_env(),
                        ENV_THREADS: str(max(1, threads // workers))})
     from seqlab.supervisor import supervise
     supervise(workers, host, port, access_log)

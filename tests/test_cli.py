@@ -57,6 +57,13 @@ def test_evaluate_predict_info_score(model_dir, tmp_path):
     assert raw.returncode == 0
     pred = json.loads(raw.stdout.splitlines()[0])
     assert pred["tokens"][0] == "He" and len(pred["tags"]) == 7
+    assert pred["confidence_kind"] == "crf-marginal" and len(pred["token_confidence"]) == 7
+    assert all(0 < p <= 1 for p in pred["token_confidence"])
+    from seqlab import Tagger
+    api = Tagger.load(model).predict(["He reckons the deficit will narrow ."], confidence=True)[0]
+    assert pred["tags"] == api.tags and pred["token_confidence"] == pytest.approx(api.token_confidence, abs=1e-5)
+    assert [s.pop("confidence") for s in pred["spans"]] == pytest.approx([s.confidence for s in api.spans], abs=1e-5)
+    assert pred["spans"] == [{k: v for k, v in s.__dict__.items() if k != "confidence"} for s in api.spans]
     conll = run("predict", model, data)
     assert conll.returncode == 0
     first = conll.stdout.splitlines()[0].split()
@@ -180,6 +187,8 @@ def test_output_paths_are_checked(model_dir, tmp_path):
     (["predict", "m", "--workers", "0"], "--workers: expected an integer in 1..256"),
     (["predict", "m", "--workers", "100000"], "--workers: expected an integer in 1..256"),
     (["serve", "m", "--workers", "0"], "--workers: expected an integer in 1..256"),
+    (["serve", "m", "--max-sentences", "0"], "--max-sentences: expected an integer in 1..1000000"),
+    (["serve", "m", "--max-body-bytes", "2MB"], "--max-body-bytes: expected an integer in 1..1000000000"),
 ])
 def test_command_line_numbers_have_ranges(args, needle):
     proc = run(*args)

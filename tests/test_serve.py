@@ -199,22 +199,33 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
 
 
 def test_access_log_is_on_by_default_and_off_with_its_flag(shared_tiny_model):
+    """The access log, and (the first server) a limit from the command line."""
     import subprocess
+    import urllib.error
     import urllib.request
     logs = {}
-    for options in ((), ("--no-access-log",)):
+    for options in (("--max-sentences", "1"), ("--no-access-log",)):
         server, base = _serve(shared_tiny_model[1], *options, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
             _wait_ready(base)
             req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose ."]}',
                                          {"content-type": "application/json"})
             assert urllib.request.urlopen(req, timeout=60).status == 200
+            req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose .", "Bonds fell ."]}',
+                                         {"content-type": "application/json"})
+            expected = 413 if "--max-sentences" in options else 200
+            try:
+                assert urllib.request.urlopen(req, timeout=60).status == expected
+            except urllib.error.HTTPError as err:
+                assert err.code == expected
         finally:
             server.terminate()
             out, err = server.communicate(timeout=60)
         assert server.returncode == 0 and "Application startup complete" in err.decode()
         logs[options] = out.decode() + err.decode()
-    assert '"POST /predict HTTP/1.1" 200' in logs[()]  # uvicorn's access log (stdout)
+    logged = logs[("--max-sentences", "1")]
+    assert '"POST /predict HTTP/1.1" 200' in logged  # uvicorn's access log (stdout)
+    assert '"POST /predict HTTP/1.1" 413' in logged  # --max-sentences 1: two sentences are too many
     assert "/predict" not in logs[("--no-access-log",)] and "/health" not in logs[("--no-access-log",)]
 
 
@@ -294,13 +305,24 @@ def test_workers_share_the_port_and_sigterm_stops_them_all(shared_tiny_model, tm
 
 
 def test_app_from_env_builds_a_worker_app_or_stops_the_supervisor(shared_tiny_model, monkeypatch, tmp_path):
-    from seqlab.serve import app_from_env
+    from seqlab.serve import Limits, app_from_env
     monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(shared_tiny_model[1]))
     monkeypatch.setenv("SEQLAB_SERVE_MAX_BATCH", "7")
     monkeypatch.setenv("SEQLAB_SERVE_MAX_WAIT_MS", "2.5")
     monkeypatch.setenv("SEQLAB_SERVE_THREADS", "1")
-    info = TestClient(app_from_env()).get("/info").json()
+    monkeypatch.setenv("SEQLAB_SERVE_LIMITS", Limits(max_sentences=2, max_chars=300, max_body_bytes=5000).to_env())
+    client = TestClient(app_from_env())
+    info = client.get("/info").json()
     assert info["batching"]["max_batch"] == 7 and info["batching"]["max_wait_ms"] == 2.5
+    assert info["limits"] == {"max_sentences": 2, "max_chars": 300, "max_body_bytes": 5000}
+    assert client.post("/predict", json={"sentences": ["a b", "c", "d"]}).status_code == 413
+    assert client.post("/predict", json={"sentences": ["a b", "c"]}).status_code == 200
+    for bad in ('{"max_sentences": 2}', "[1, 2, 3]", '{"max_sentences": 0, "max_chars": 1, "max_body_bytes": 1}'):
+        monkeypatch.setenv("SEQLAB_SERVE_LIMITS", bad)
+        with pytest.raises(SystemExit) as stop:
+            app_from_env()
+        assert stop.value.code == 3
+    monkeypatch.setenv("SEQLAB_SERVE_LIMITS", "")
     monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(tmp_path / "nomodel"))
     with pytest.raises(SystemExit) as stop:  # uvicorn's start-up failure status: no restart loop
         app_from_env()
@@ -365,12 +387,16 @@ def test_workers_share_persistent_connections_and_a_dead_worker_is_replaced(shar
     """Keep-alive connections opened at once are spread over both workers (each listens on its own
     SO_REUSEPORT socket: with one shared socket, one worker could take them all), and a worker killed
     outright is replaced while the other keeps serving."""
+    import json
     import os
     import signal
     import time
     import urllib.request
-    server, base = _start_workers(shared_tiny_model[1], tmp_path / "serve.log", "--no-access-log")
+    server, base = _start_workers(shared_tiny_model[1], tmp_path / "serve.log", "--no-access-log",
+                                  "--max-chars", "12345")
     try:
+        limits = json.loads(urllib.request.urlopen(base + "/info", timeout=10).read())["limits"]
+        assert limits["max_chars"] == 12345  # the command line's limits reach the workers
         pids = _pids_of_persistent_connections(base, 24)
         assert len(set(pids)) == 2, pids  # all 24 on one worker: a chance of 2 in 2^24 if spread at random
         victim = pids[0]
