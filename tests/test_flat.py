@@ -465,3 +465,25 @@ def test_lattice_feature_reports_the_lattice_length(tmp_path):
     assert batch["heads"].tolist() == [[0, 0, 2, 4], [0, 0, 0, 0]]
     assert batch["tails"].tolist() == [[1, 2, 5, 5], [0, 0, 0, 0]]
     assert batch["mask"].tolist() == [[True] * 4, [False] * 4]
+
+
+def test_lattice_words_start_from_a_vectors_file(tmp_path):
+    """``pretrained`` word vectors: a training word and a dev-only word that have a vector start from it (the
+    dev word gets a row of its own), a training word without one from the uniform init; the wrong size is an
+    error naming the feature's ``dim`` key."""
+    lexicon = tmp_path / "l.txt"
+    lexicon.write_text("\n".join(FIGURE1_WORDS + ["北京", "不在"]) + "\n", encoding="utf-8")
+    vectors = tmp_path / "vec.txt"
+    vectors.write_text(f"{FIGURE1_WORDS[0]} 0.5 -0.25 1 2\n北京 3 4 5 6\n不在 9 9 9 9\n", encoding="utf-8")
+    f = LatticeConfig(lexicon=str(lexicon), dim=4, pretrained=str(vectors), dropout=0.0).build("lexicon")
+    f.fit([Sentence(FIGURE1)], [Sentence(list("北京药店"))], 0)
+    table = f.module().embed.weight.detach()
+    assert table[f.vocab.index(FIGURE1_WORDS[0])].tolist() == [0.5, -0.25, 1.0, 2.0]
+    assert table[f.vocab.index("北京")].tolist() == [3.0, 4.0, 5.0, 6.0]  # dev-only, with a vector: its own row
+    other = table[f.vocab.index(FIGURE1_WORDS[1])]
+    assert 0 < other.abs().max() <= (3 / 4) ** 0.5  # no vector: uniform(-sqrt(3/dim), sqrt(3/dim))
+    assert "不在" not in f.vocab.itos  # a lexicon word with a vector that the data never matches: no row
+    wrong = LatticeConfig(lexicon=str(lexicon), dim=8, pretrained=str(vectors)).build("lexicon")
+    with pytest.raises(SeqlabError, match="4 dimensions but the feature's dim is 8") as err:
+        wrong.fit([Sentence(FIGURE1)], [], 0)
+    assert "model.embedder.features.lexicon.dim" in str(err.value)
