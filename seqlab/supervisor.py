@@ -90,7 +90,7 @@ def supervise(workers: int, host: str, port: int, access_log: bool = True, poll_
         processes = [start() for _ in range(workers)]
         while not stop.wait(poll_s):
             for k, process in enumerate(processes):
-                if process.exitcode is None:
+                if process.exitcode is None or stop.is_set():  # a worker ending with a Ctrl-C is not replaced
                     continue
                 if process.exitcode == STARTUP_FAILURE:
                     failed = True
