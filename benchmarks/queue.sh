@@ -24,7 +24,8 @@ worker() {
     start=$(date +%s)
     echo "$(date -Is) worker $1 start: $job" >> "$LOG"
     bash -c "$job" >> "$LOG.worker$1" 2>&1
-    echo "$(date -Is) worker $1 done rc=$? after $(( $(date +%s) - start )) s: $job" >> "$LOG"
+    rc=$?  # before any command substitution below resets $?
+    echo "$(date -Is) worker $1 done rc=$rc after $(( $(date +%s) - start )) s: $job" >> "$LOG"
   done
 }
 
