@@ -175,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("max_chars", "characters of text or tokens in one request"),
                        ("max_body_bytes", "bytes of one request's body")]:
         v.add_argument("--" + flag.replace("_", "-"), type=_int_in(*Limits.RANGES[flag]),
-                       default=getattr(Limits, flag), help=f"at most this many {what}, else HTTP 413 (default %(default)s)")
+                       default=getattr(Limits, flag),
+                       help=f"at most this many {what}, else HTTP 413 (default %(default)s)")
     v.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="no line per request on stderr (uvicorn's access log; 7%% of the event loop's time under "
                         "load)")

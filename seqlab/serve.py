@@ -49,7 +49,8 @@ class Limits:
     max_body_bytes: int = 2_000_000  # request body
 
     #: The allowed range of each field (the command line checks its flags against these).
-    RANGES: ClassVar[dict[str, tuple[int, int]]] = {"max_sentences": (1, 1_000_000), "max_chars": (1, 100_000_000), "max_body_bytes": (1, 1_000_000_000)}
+    RANGES: ClassVar[dict[str, tuple[int, int]]] = {
+        "max_sentences": (1, 1_000_000), "max_chars": (1, 100_000_000), "max_body_bytes": (1, 1_000_000_000)}
 
     def __post_init__(self) -> None:
         for name, (low, high) in self.RANGES.items():

@@ -131,18 +131,11 @@ def test_an_error_reaches_only_the_request_that_caused_it():
 
 def _serve(model, *options: str, stderr, stdout=None):
     """``seqlab serve MODEL OPTIONS`` as a real process on a free loopback port: (process, base URL)."""
-    import os
-    import socket
     import subprocess
     import sys
-    from pathlib import Path
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(model), "--port", str(port),
-                               *options], env=env, stdout=stdout or subprocess.DEVNULL, stderr=stderr)
+                               *options], env=_env(), stdout=stdout or subprocess.DEVNULL, stderr=stderr)
     return server, f"http://127.0.0.1:{port}"
 
 
@@ -332,21 +325,14 @@ def test_app_from_env_builds_a_worker_app_or_stops_the_supervisor(shared_tiny_mo
 def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
     """The parent's model check passes (here: stubbed) but every worker fails to load its model: the
     supervisor stops, and ``seqlab serve --workers 2`` exits with status 2 and says so, instead of 0."""
-    import os
-    import socket
     import subprocess
     import sys
-    from pathlib import Path
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = _free_port()
     script = ("import sys, seqlab.serve as s, seqlab.cli as cli\n"
               "s.Tagger.load = lambda *a, **k: None  # the parent's check only; workers are fresh processes\n"
               f"sys.exit(cli.main(['-q', 'serve', {str(tmp_path / 'nomodel')!r}, '--port', '{port}', "
               "'--workers', '2']))\n")
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-800:]
     assert "a worker process failed to start" in done.stderr
 
@@ -382,7 +368,8 @@ def _pids_of_persistent_connections(base: str, n: int) -> list[int]:
     return pids[::2]
 
 
-@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="SO_REUSEPORT spreads connections on Linux")
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"),
+                    reason="SO_REUSEPORT spreads connections on Linux")
 def test_workers_share_persistent_connections_and_a_dead_worker_is_replaced(shared_tiny_model, tmp_path):
     """Keep-alive connections opened at once are spread over both workers (each listens on its own
     SO_REUSEPORT socket: with one shared socket, one worker could take them all), and a worker killed
