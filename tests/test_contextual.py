@@ -100,3 +100,40 @@ def test_missing_model_folder(tmp_path, tiny_corpus):
                       "model.embedder.features.ctx.model", "no-such-model")
     with pytest.raises(SeqlabError, match="hidden size is 384, not 100"):
         ContextualConfig(dim=100).build("ctx").fit([], [], 1)
+
+
+def test_training_memo_runs_each_window_once_and_changes_nothing(featurizers):
+    f = ContextualConfig(pooling="mean", max_subwords=12).build("ctx")
+    f.fit([], [], 1)
+    sentences = [Sentence(["Yes", "."]), Sentence(("the pound fell sharply against the dollar ," * 2).split()),
+                 Sentence(WORDS)]
+    items = [Encoded(len(s.tokens), {"ctx": f.encode(s)}) for s in sentences]
+    module = f.module().train()
+    seen = []  # windows per transformer call
+    run_model = module._run
+    module._run = lambda ids, attention: seen.append(len(ids)) or run_model(ids, attention)
+
+    def embed(order):
+        batch = collate([items[i] for i in order], order, {"ctx": f})
+        return module(batch.features["ctx"], Context(batch.mask, batch.lengths))
+
+    n = [len(f.encode(s)) for s in sentences]
+    assert n == [1, 2, 1]
+    first = embed([0, 1])  # all windows new
+    assert seen == [3] and len(module.memo) == 3
+    again = embed([2, 1, 0])  # only the third sentence's window is new
+    assert seen == [3, 1]
+    torch.testing.assert_close(again[2, :2], first[0, :2], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(again[1], first[1], atol=1e-5, rtol=1e-5)
+    module.eval()
+    plain = embed([2, 1, 0])  # evaluation always runs the transformer
+    assert seen == [3, 1, 4]
+    torch.testing.assert_close(plain, again, atol=1e-5, rtol=1e-5)
+
+    small = ContextualConfig(pooling="mean", max_subwords=12, cache_mb=0).build("ctx")
+    small.fit([], [], 1)
+    off = small.module().train()
+    batch = collate([items[i] for i in (2, 1, 0)], [2, 1, 0], {"ctx": f})
+    torch.testing.assert_close(off(batch.features["ctx"], Context(batch.mask, batch.lengths)), plain,
+                               atol=1e-5, rtol=1e-5)
+    assert not off.memo

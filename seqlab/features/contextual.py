@@ -3,7 +3,9 @@
 Each word is split into sub-words; the sentence (in windows of at most ``max_subwords`` sub-words, for
 long sentences) goes through the model once per batch without gradients; the hidden states of the chosen
 layers are averaged, and each word's sub-word states are pooled into one vector (its first sub-word, the
-mean or the max). The transformer is never fine-tuned and its weights are not saved in seqlab's model
+mean or the max). In training, each window's states are kept in a memo (up to ``cache_mb``), so the
+transformer runs once per training sentence, not once per epoch; evaluation and prediction always run it,
+so what a model predicts does not depend on the memo. The transformer is never fine-tuned and its weights are not saved in seqlab's model
 folder: the folder records the model's path and size, and loading needs that folder on disk. Nothing is
 downloaded: a missing folder is an error naming the path.
 
@@ -21,7 +23,8 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from pydantic import Field
-from torch import Tensor
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pad_sequence
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
@@ -43,6 +46,9 @@ class ContextualConfig(FeatureConfig):
                               description="hidden layers to average (0 = embeddings, -1 = last)")
     max_subwords: int = Field(512, gt=8, le=8192, description="windows of at most this many sub-words "
                                                               "(the model's position limit)")
+    cache_mb: int = Field(2048, ge=0, le=1_048_576,
+                          description="memory (MiB, on the training device) for the training-time memo of each "
+                                      "window's states; 0 turns it off")
 
     def output_dim(self) -> int:
         return self.dim
@@ -84,19 +90,50 @@ def _load(spec: str, key: str):
 class ContextualEmbedding(FeatureModule):
     """Runs the frozen transformer and pools sub-words into words: (batch, seq_len, dim)."""
 
-    def __init__(self, model, layers: list[int], pooling: str, dim: int):
+    def __init__(self, model, layers: list[int], pooling: str, dim: int, cache_mb: int = 0):
         super().__init__()
         object.__setattr__(self, "transformer", model)  # not a submodule: never saved, trained or put in train mode
         self.layers, self.pooling, self.output_dim = layers, pooling, dim
+        self.cache_bytes = cache_mb * 2**20
+        self.memo: dict[bytes, Tensor] = {}  # a window's sub-word ids -> its states (subwords, dim); training only
+        self.memo_bytes = 0
 
-    def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
-        ids, attention = inputs["ids"], inputs["attention"]  # (windows, subwords)
+    def _run(self, ids: Tensor, attention: Tensor) -> Tensor:
+        """(windows, width) -> the mean of the chosen hidden layers, (windows, width, dim)."""
         model = self.transformer
         if next(model.parameters()).device != ids.device:
             model.to(ids.device)
         with torch.no_grad():
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
-            states = torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)  # (windows, subwords, dim)
+            return torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)
+
+    def _memoized(self, ids: Tensor, attention: Tensor) -> Tensor:
+        """As :meth:`_run`, running the transformer only on windows not in the memo, and adding those
+        while the memo has room. Padding positions are zero (pooling never reads them)."""
+        lengths = attention.sum(1).tolist()
+        rows = ids.cpu().numpy()
+        keys = [rows[w, :n].tobytes() for w, n in enumerate(lengths)]
+        found = [self.memo.get(k) for k in keys]
+        missing = [w for w, hit in enumerate(found) if hit is None]
+        if missing:
+            pick = torch.tensor(missing, device=ids.device)
+            width = max(lengths[w] for w in missing)
+            fresh = self._run(ids[pick, :width], attention[pick, :width])  # (missing, width, dim)
+            for j, w in enumerate(missing):
+                found[w] = states = fresh[j, : lengths[w]].clone()  # (subwords, dim), not a view of the batch
+                size = states.numel() * states.element_size()
+                if self.memo_bytes + size <= self.cache_bytes:
+                    self.memo[keys[w]] = states
+                    self.memo_bytes += size
+        out = pad_sequence(found, batch_first=True)  # (windows, longest, dim)
+        return nn.functional.pad(out, (0, 0, 0, ids.shape[1] - out.shape[1]))  # (windows, width, dim)
+
+    def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
+        ids, attention = inputs["ids"], inputs["attention"]  # (windows, subwords)
+        if self.training and self.cache_bytes:
+            states = self._memoized(ids, attention)  # (windows, subwords, dim)
+        else:
+            states = self._run(ids, attention)  # (windows, subwords, dim)
         flat = states.reshape(-1, states.shape[-1])  # (windows * subwords, dim)
         pieces = flat[inputs["span"]]  # (batch, seq, max_pieces, dim): each word's sub-word states
         keep = inputs["span_mask"].unsqueeze(-1)  # (batch, seq, max_pieces, 1)
@@ -192,4 +229,5 @@ class ContextualFeaturizer(Featurizer):
 
     def module(self) -> ContextualEmbedding:
         self._ensure()
-        return ContextualEmbedding(self._model, list(self.config.layers), self.config.pooling, self.config.dim)
+        return ContextualEmbedding(self._model, list(self.config.layers), self.config.pooling, self.config.dim,
+                                   self.config.cache_mb)
