@@ -2,6 +2,7 @@
 
     seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...] [--nproc N]
     seqlab evaluate MODEL DATA [--output FILE] [--engine torch|onnxruntime]
+    seqlab calibrate MODEL DEV_DATA [--out DIR] [--bins 10]
     seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain] [--max-length N] [--workers N] [--engine torch|onnxruntime]
     seqlab score FILE [--scheme BIO]
     seqlab info MODEL
@@ -55,6 +56,7 @@ _nbest = _int_in(1, 1000)
 _length = _int_in(1, 10_000_000)
 _chunk = _int_in(1, 1_000_000)
 _workers = _int_in(1, 256)
+_bins = _int_in(2, 100)
 
 
 def _wait(text: str) -> float:
@@ -112,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--engine", choices=["torch", "onnxruntime"], default="torch",
                    help="what runs the embedder and encoder layers: eager PyTorch, or the network exported "
                         "to onnxruntime in memory (faster on small CPU batches; checked against torch at load)")
+
+    c = sub.add_parser("calibrate", help="fit the temperature of a model's confidences on a labeled file "
+                                         "(held-out data, e.g. dev) and save it in the model")
+    c.add_argument("model")
+    c.add_argument("data")
+    c.add_argument("--out", help="save the calibrated model here (default: replace MODEL)")
+    c.add_argument("--bins", type=_bins, default=10, help="confidence bins of the calibration error (2-100)")
+    c.add_argument("--batch-size", type=_batch)
 
     r = sub.add_parser("predict", help="tag raw text or a CoNLL file")
     r.add_argument("model")
@@ -226,6 +236,30 @@ def cmd_evaluate(args) -> None:
     scores = evaluate(args.model, args.data, args.output, args.batch_size, args.strict, args.device, args.beam,
                       args.engine)
     print(format_report(scores) + format_span_analysis(scores))
+
+
+def cmd_calibrate(args) -> None:
+    from seqlab.calibration import fit_temperature, reliability
+    from seqlab.data.corpus import read_file
+    from seqlab.tagger import Tagger
+    tagger = Tagger.load(args.model)
+    sentences = read_file(Path(args.data), tagger.config.data)
+    if not sentences or any(s.labels is None for s in sentences):
+        raise SeqlabError("calibration needs gold labels", path=args.data)
+    tagger.set_temperature(tagger.net.decoder.temperature)  # a decoder without probabilities fails here
+    before = reliability(tagger, sentences, args.bins, args.batch_size)
+    fit = fit_temperature(tagger, sentences, args.batch_size)
+    tagger.set_temperature(fit.temperature)
+    after = reliability(tagger, sentences, args.bins, args.batch_size)
+    out = Path(args.out or args.model)
+    tagger.save(out)
+    print(f"temperature {fit.previous:.4g} -> {fit.temperature:.4g} on {fit.sentences} sentences of {args.data}")
+    print(f"negative log-likelihood per sentence: {fit.nll_before:.4f} -> {fit.nll_after:.4f}")
+    for name in ("spans", "tokens"):
+        b, a = getattr(before, name), getattr(after, name)
+        if b.items:
+            print(f"{name} ({b.items}): expected calibration error {b.value:.4f} -> {a.value:.4f}")
+    print(f"saved {out} (the tags are unchanged)")
 
 
 def cmd_predict(args) -> None:
@@ -360,7 +394,7 @@ def cmd_demo(args) -> None:
     print(f"\nModel saved in {Path(args.out) / 'model'}; training curves in {Path(args.out) / 'curves.png'}")
 
 
-COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "score": cmd_score,
+COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "calibrate": cmd_calibrate, "predict": cmd_predict, "score": cmd_score,
             "info": cmd_info, "analyze": cmd_analyze, "attention": cmd_attention, "serve": cmd_serve,
             "export": cmd_export, "demo": cmd_demo}
 

@@ -59,6 +59,11 @@ def _penalty(allowed: Tensor | None, shape: tuple[int, ...], name: str) -> Tenso
     return torch.zeros(shape).masked_fill(~allowed.detach().cpu(), DISALLOWED_SCORE)
 
 
+def _cooled(emissions: Tensor, temperature: float) -> Tensor:
+    """Emission scores divided by a temperature (the same tensor at 1)."""
+    return emissions if temperature == 1.0 else emissions / temperature
+
+
 class CRF(nn.Module):
     """Linear-chain CRF over ``num_tags`` tags.
 
@@ -153,13 +158,15 @@ class CRF(nn.Module):
                 )
         return mask
 
-    def _potentials(self) -> tuple[Tensor, Tensor, Tensor]:
-        """Transition / start / end scores with the constraint penalties added (once per call)."""
-        return (
+    def _potentials(self, temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+        """Transition / start / end scores with the constraint penalties added (once per call), divided
+        by ``temperature``."""
+        scores = (
             self.transitions + self.transition_penalty,
             self.start_transitions + self.start_penalty,
             self.end_transitions + self.end_penalty,
         )
+        return scores if temperature == 1.0 else tuple(x / temperature for x in scores)
 
     @staticmethod
     def _trim(emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -175,8 +182,9 @@ class CRF(nn.Module):
         mask = self._check(emissions, mask, tags)
         return self._score(emissions, tags, mask)
 
-    def _score(self, emissions: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
-        trans, start, end = self._potentials()
+    def _score(self, emissions: Tensor, tags: Tensor, mask: Tensor, temperature: float = 1.0) -> Tensor:
+        """The score of ``tags`` under ``emissions`` (already divided by ``temperature``) and the potentials."""
+        trans, start, end = self._potentials(temperature)
         tags = tags.masked_fill(~mask, 0)  # padding tags may be anything (e.g. -100)
         emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq_len)
         total = start[tags[:, 0]] + emit.masked_fill(~mask, 0.0).sum(1)  # (batch,)
@@ -191,16 +199,18 @@ class CRF(nn.Module):
         mask = self._check(emissions, mask)
         return self._log_partition(emissions, mask)
 
-    def _log_partition(self, emissions: Tensor, mask: Tensor) -> Tensor:
+    def _log_partition(self, emissions: Tensor, mask: Tensor, temperature: float = 1.0) -> Tensor:
         """log Z (batch,): the forward recursion unrecorded, its gradient in closed form (marginals)."""
         emissions, mask, _ = self._trim(emissions, mask)
-        return LogPartition.apply(emissions, *self._potentials(), mask)
+        return LogPartition.apply(emissions, *self._potentials(temperature), mask)
 
-    def nll(self, emissions: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
+    def nll(self, emissions: Tensor, tags: Tensor, mask: Tensor | None = None, temperature: float = 1.0) -> Tensor:
         """Per-sentence negative log-likelihood, log Z - score, (batch,). Take ``.mean()`` or
-        ``.sum()`` yourself."""
+        ``.sum()`` yourself. With ``temperature`` T, of the distribution whose every score is divided by T
+        (as :meth:`marginals` with T)."""
         mask = self._check(emissions, mask, tags)
-        return self._log_partition(emissions, mask) - self._score(emissions, tags, mask)
+        emissions = _cooled(emissions, temperature)
+        return self._log_partition(emissions, mask, temperature) - self._score(emissions, tags, mask, temperature)
 
     def forward(self, emissions: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """Same as :meth:`nll`."""
@@ -208,13 +218,14 @@ class CRF(nn.Module):
 
     # ------------------------------------------------------------------ inference
 
-    def _forward_backward(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _forward_backward(self, emissions: Tensor, mask: Tensor,
+                          temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """On trimmed inputs: log alphas and log betas (batch, max_len, num_tags), log Z (batch,) and the
-        trimmed mask. alpha_t[j] scores every prefix ending in j at t (emission at t included); beta_t[j]
+        trimmed mask, for ``emissions`` already divided by ``temperature`` (the potentials are divided here). alpha_t[j] scores every prefix ending in j at t (emission at t included); beta_t[j]
         every suffix after t given j at t (emission at t excluded). Without gradients on CPU, in NumPy
         (:mod:`seqlab.posteriors`), returned as float64."""
         emissions, mask, _ = self._trim(emissions, mask)
-        trans, start, end = self._potentials()
+        trans, start, end = self._potentials(temperature)
         if emissions.device.type == "cpu" and not (torch.is_grad_enabled() and emissions.requires_grad):
             fb = forward_backward(*(x.detach().numpy() for x in (emissions, mask, trans, start, end)))
             return torch.from_numpy(fb.alphas), torch.from_numpy(fb.betas), torch.from_numpy(fb.log_z), mask
@@ -222,12 +233,13 @@ class CRF(nn.Module):
         log_z = torch.logsumexp(fwd.alphas[:, -1] + end, dim=1)  # (batch,)
         return fwd.alphas, beta_recursion(emissions, trans, end, mask), log_z, mask
 
-    def marginals(self, emissions: Tensor, mask: Tensor | None = None) -> Tensor:
+    def marginals(self, emissions: Tensor, mask: Tensor | None = None, temperature: float = 1.0) -> Tensor:
         """Posterior tag marginals p(y_t = j | x), (batch, seq_len, num_tags), by forward-backward.
-        Rows sum to 1 on real tokens and are 0 on padding. Differentiable."""
+        Rows sum to 1 on real tokens and are 0 on padding. Differentiable. ``temperature`` T divides every
+        score first: T > 1 flattens the distribution, T < 1 sharpens it, and the best path stays the same."""
         mask = self._check(emissions, mask)
         seq_len = emissions.shape[1]
-        alphas, betas, log_z, mask = self._forward_backward(emissions, mask)
+        alphas, betas, log_z, mask = self._forward_backward(_cooled(emissions, temperature), mask, temperature)
         log_post = alphas + betas - log_z[:, None, None]  # (batch, max_len, num_tags)
         probs = log_post.exp().masked_fill(~mask.unsqueeze(2), 0.0).to(emissions.dtype)
         if probs.shape[1] < seq_len:
@@ -236,29 +248,31 @@ class CRF(nn.Module):
 
     @torch.no_grad()
     def segment_probs(self, emissions: Tensor, mask: Tensor, tags: Tensor,
-                      segments: list[list[tuple[int, int]]]) -> list[list[float]]:
+                      segments: list[list[tuple[int, int]]], temperature: float = 1.0) -> list[list[float]]:
         """p(y_a .. y_{b-1} = tags[a:b] | x) for each segment (a, b) of each sentence: the posterior
         probability that the sentence has exactly these tags there, whatever it has elsewhere
         (alpha_a + the path's scores inside + beta_{b-1} - log Z)."""
         mask = self._check(emissions, mask)
-        alphas, betas, log_z, _ = self._forward_backward(emissions, mask)
-        return self._segment_probs(emissions, alphas, betas, log_z, tags, segments)
+        emissions = _cooled(emissions, temperature)
+        alphas, betas, log_z, _ = self._forward_backward(emissions, mask, temperature)
+        return self._segment_probs(emissions, alphas, betas, log_z, tags, segments, temperature)
 
     @torch.no_grad()
-    def path_confidence(self, emissions: Tensor, mask: Tensor, tags: Tensor,
-                        segments: list[list[tuple[int, int]]]) -> tuple[list[list[float]], list[list[float]]]:
+    def path_confidence(self, emissions: Tensor, mask: Tensor, tags: Tensor, segments: list[list[tuple[int, int]]],
+                        temperature: float = 1.0) -> tuple[list[list[float]], list[list[float]]]:
         """Per sentence, the marginal p(y_t = tags[t] | x) of each real token (as :meth:`marginals`
         gathered at ``tags``) and the probability of each segment (as :meth:`segment_probs`), from one
         forward-backward pass."""
         mask = self._check(emissions, mask)
-        alphas, betas, log_z, trimmed = self._forward_backward(emissions, mask)
+        emissions = _cooled(emissions, temperature)
+        alphas, betas, log_z, trimmed = self._forward_backward(emissions, mask, temperature)
         path = tags[:, : alphas.shape[1]]  # (batch, max_len)
         log_post = (alphas + betas - log_z[:, None, None]).gather(2, path.unsqueeze(2)).squeeze(2)  # (batch, max_len)
         tokens = [row[:n] for row, n in zip(log_post.exp().tolist(), trimmed.sum(1).tolist())]
-        return tokens, self._segment_probs(emissions, alphas, betas, log_z, tags, segments)
+        return tokens, self._segment_probs(emissions, alphas, betas, log_z, tags, segments, temperature)
 
     def _segment_probs(self, emissions: Tensor, alphas: Tensor, betas: Tensor, log_z: Tensor, tags: Tensor,
-                       segments: list[list[tuple[int, int]]]) -> list[list[float]]:
+                       segments: list[list[tuple[int, int]]], temperature: float = 1.0) -> list[list[float]]:
         """All segments of the batch at once: alpha_a + the path's emissions at a+1 .. b-1 and moves into
         them + beta_{b-1} - log Z, each segment's sums over its own positions (masked gathers)."""
         flat = [(row, a, b) for row, spans in enumerate(segments) for a, b in spans]
@@ -266,7 +280,7 @@ class CRF(nn.Module):
             return [[] for _ in segments]
         n = alphas.shape[1]
         path = tags[:, :n]  # (batch, n)
-        trans = self._potentials()[0]
+        trans = self._potentials(temperature)[0]
         emit = emissions[:, :n].gather(2, path.unsqueeze(2)).squeeze(2)  # (batch, n)
         moves = trans[path[:, :-1], path[:, 1:]]  # (batch, n - 1): trans into position t + 1
         rows, starts, ends = torch.tensor(flat, device=emissions.device).T  # (segments,) each

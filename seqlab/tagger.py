@@ -30,7 +30,7 @@ from seqlab.data.schemes import IndexConverter, convert, get_spans
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_sentence
 from seqlab.data.vocab import PAD, UNK, Vocab
-from seqlab.decoders.base import NoExactConfidence, TagSet
+from seqlab.decoders.base import NoExactConfidence, ProbabilisticDecoderConfig, TagSet
 from seqlab.devices import resolve_device, threads_for
 from seqlab.errors import SeqlabError
 from seqlab.features.base import Featurizer
@@ -326,6 +326,17 @@ class Tagger:
         if isinstance(beam, bool) or not isinstance(beam, int) or beam < 1:
             raise SeqlabError(f"--beam: expected a positive integer, got {beam!r}")
         self.net.decoder.beam = beam
+
+    def set_temperature(self, temperature: float) -> None:
+        """Divide the decoder's scores by ``temperature`` for confidences and marginals (never for the
+        tags); kept in the config, so :meth:`save` keeps it. ``seqlab calibrate`` fits it."""
+        decoder = self.config.model.decoder
+        if not isinstance(decoder, ProbabilisticDecoderConfig):
+            raise SeqlabError(f"this model's decoder ({decoder.type}) has no probabilities to calibrate")
+        decoder = type(decoder).model_validate({**decoder.model_dump(), "temperature": temperature})
+        model = self.config.model.model_copy(update={"decoder": decoder})
+        self.config = self.config.model_copy(update={"model": model})
+        self.net.decoder.temperature = decoder.temperature
 
     # ----- evaluation --------------------------------------------------------------------------
     def unseen_labels(self, sentences: Sequence[Sentence]) -> Counter:

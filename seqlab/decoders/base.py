@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
 from seqlab.context import Context
@@ -83,7 +84,20 @@ class DecoderConfig(LayerConfig):
         raise NotImplementedError
 
 
+class ProbabilisticDecoderConfig(DecoderConfig):
+    """A decoder with exact probabilities, and the temperature that scales them."""
+
+    temperature: float = Field(1.0, ge=0.01, le=100.0,
+                               description="every score is divided by it for confidences and marginals, never "
+                                           "for the tags; 1 = as trained; 'seqlab calibrate' fits it on "
+                                           "held-out data")
+
+
 class Decoder(nn.Module):
+    #: Divides the scores behind :meth:`marginals` and :meth:`confidence` (not :meth:`decode`); set from
+    #: the config of decoders with exact probabilities.
+    temperature: float = 1.0
+
     def loss(self, features: Tensor, tags: Tensor, mask: Tensor, ctx: Context) -> Tensor:
         """Per-sentence loss (batch,) from features (batch, seq, input_dim) and gold tags (batch, seq)."""
         raise NotImplementedError
@@ -108,3 +122,8 @@ class Decoder(nn.Module):
         """Probabilities of the decoded ``tags`` (batch, seq) per token and per segment (a, b) of each
         sentence; :class:`NoExactConfidence` when the decoder has no exact ones."""
         raise NoExactConfidence(f"the {type(self).__name__} has no exact token or span probabilities")
+
+    def scaled_nll(self, features: Tensor, tags: Tensor, mask: Tensor, ctx: Context, temperature: float) -> Tensor:
+        """Per-sentence negative log-likelihood (batch,) of gold ``tags`` when every score is divided by
+        ``temperature``: what calibration minimises. :class:`NoExactConfidence` when there is none."""
+        raise NoExactConfidence(f"the {type(self).__name__} has no exact probabilities to calibrate")

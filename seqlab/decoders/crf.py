@@ -9,17 +9,19 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.crf import CRF, TagPath
-from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, DecoderConfig, TagSet
+from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, ProbabilisticDecoderConfig, TagSet
 
 
 @DECODERS.register
-class CRFDecoderConfig(DecoderConfig):
+class CRFDecoderConfig(ProbabilisticDecoderConfig):
     type: Literal["crf"] = "crf"
     constrained: bool = Field(True, description="forbid transitions invalid in the training scheme")
 
     def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "CRFDecoder":
         constraints = tags.constraints() if self.constrained else None
-        return CRFDecoder(input_dim, len(tags), *(constraints or ()))
+        decoder = CRFDecoder(input_dim, len(tags), *(constraints or ()))
+        decoder.temperature = self.temperature
+        return decoder
 
 
 class CRFDecoder(Decoder):
@@ -44,10 +46,13 @@ class CRFDecoder(Decoder):
         return self.crf.nbest(self.proj(features), mask, k)
 
     def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
-        return self.crf.marginals(self.proj(features), mask)
+        return self.crf.marginals(self.proj(features), mask, self.temperature)
 
     def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
                    segments: list[list[tuple[int, int]]]) -> Confidence:
         """Forward-backward marginals of the path's tags, and of each span's tag sequence."""
-        tokens, spans = self.crf.path_confidence(self.proj(features), mask, tags, segments)
+        tokens, spans = self.crf.path_confidence(self.proj(features), mask, tags, segments, self.temperature)
         return Confidence(tokens, spans, "crf-marginal")
+
+    def scaled_nll(self, features: Tensor, tags: Tensor, mask: Tensor, ctx: Context, temperature: float) -> Tensor:
+        return self.crf.nll(self.proj(features), tags, mask, temperature)

@@ -10,15 +10,17 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.crf import TagPath, kbest_paths
-from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, DecoderConfig, TagSet
+from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, ProbabilisticDecoderConfig, TagSet
 
 
 @DECODERS.register
-class SoftmaxDecoderConfig(DecoderConfig):
+class SoftmaxDecoderConfig(ProbabilisticDecoderConfig):
     type: Literal["softmax"] = "softmax"
 
     def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "SoftmaxDecoder":
-        return SoftmaxDecoder(input_dim, len(tags))
+        decoder = SoftmaxDecoder(input_dim, len(tags))
+        decoder.temperature = self.temperature
+        return decoder
 
 
 class SoftmaxDecoder(Decoder):
@@ -29,7 +31,12 @@ class SoftmaxDecoder(Decoder):
         nn.init.zeros_(self.proj.bias)
 
     def loss(self, features: Tensor, tags: Tensor, mask: Tensor, ctx: Context) -> Tensor:
+        return self.scaled_nll(features, tags, mask, ctx, 1.0)
+
+    def scaled_nll(self, features: Tensor, tags: Tensor, mask: Tensor, ctx: Context, temperature: float) -> Tensor:
         logits = self.proj(features)  # (batch, seq, tags)
+        if temperature != 1.0:
+            logits = logits / temperature
         token_nll = F.cross_entropy(logits.transpose(1, 2), tags, reduction="none")  # (batch, seq)
         return (token_nll * mask).sum(1)
 
@@ -46,7 +53,7 @@ class SoftmaxDecoder(Decoder):
         return kbest_paths(logp, mask, k, zeros[:, None].expand(-1, logp.shape[-1]), zeros, zeros)
 
     def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
-        return self.proj(features).softmax(-1) * mask.unsqueeze(-1)
+        return (self.proj(features) / self.temperature).softmax(-1) * mask.unsqueeze(-1)
 
     def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
                    segments: list[list[tuple[int, int]]]) -> Confidence:
