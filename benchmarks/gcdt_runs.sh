@@ -39,10 +39,10 @@ done
 EPOCHS=$NER_MAX_EPOCHS
 for seed in 1 2; do
   run configs/gcdt/ner-conll2003-code-schedule.yaml ner-conll2003-code-schedule "$seed"
+  run configs/ner-conll2003-bilstm-crf.yaml ner-conll2003-bilstm-crf "$seed"
+  run configs/ner-conll2003-bilstm-crf-minilm.yaml ner-conll2003-bilstm-crf-minilm "$seed"
+  run configs/ner-conll2003-gcdt-minilm.yaml ner-conll2003-gcdt-minilm-code "$seed" "$CODE_TRAINING"
   run configs/gcdt/ner-conll2003-no-global.yaml ner-conll2003-no-global-code "$seed" "$CODE_TRAINING"
   run configs/gcdt/ner-conll2003-gru-all.yaml ner-conll2003-gru-all-code "$seed" "$CODE_TRAINING"
-  run configs/ner-conll2003-gcdt-minilm.yaml ner-conll2003-gcdt-minilm-code "$seed" "$CODE_TRAINING"
-  run configs/ner-conll2003-bilstm-crf-minilm.yaml ner-conll2003-bilstm-crf-minilm "$seed"
-  run configs/ner-conll2003-bilstm-crf.yaml ner-conll2003-bilstm-crf "$seed"
 done
 exec benchmarks/queue.sh "$Q" "$WORKERS"
