@@ -1,7 +1,8 @@
 """The parent process of ``seqlab serve --workers N``: N spawned worker processes serving one port.
 
 Each worker is a uvicorn server whose app comes from :func:`seqlab.serve.app_from_env` (its model, engine and
-micro-batcher from the ``SEQLAB_SERVE_*`` variables the parent set before spawning).
+micro-batcher from the ``SEQLAB_SERVE_*`` variables the parent set before spawning), wrapped so that it sends
+the parent heartbeats.
 
 How the port is shared decides how the load is shared. With one listening socket inherited by every worker
 (uvicorn's own supervisor does this) the worker that is idle when connections arrive accepts them all, and a
@@ -16,8 +17,17 @@ inherits, as uvicorn does.
 
 The parent restarts a worker that dies after starting, stops everything if a worker fails to start (its
 model cannot be loaded: uvicorn's start-up failure status) and, on SIGTERM or SIGINT, sends each worker
-SIGTERM (uvicorn's graceful shutdown: requests in flight finish) and waits for them. A worker that hangs
-without dying is not detected.
+SIGTERM (uvicorn's graceful shutdown: requests in flight finish) and waits for them.
+
+A worker that hangs without dying is found by its heartbeat (:mod:`seqlab.heartbeat`): once started, each
+worker's event loop counts in shared memory, and a worker whose count has not moved for ``worker_timeout_s``
+(``--worker-timeout``; 0 turns this off) is killed with SIGKILL and replaced, with one warning line. Until its
+first beat a worker is loading its model and is not judged. A worker that hangs during a graceful shutdown is
+killed the same way, so that the parent does not wait for it forever.
+
+Replacements are spaced out (:mod:`seqlab.backoff`): a worker that ends soon after it started is replaced
+after 0.5 s, then 1, 2, 4 ... s (at most 30) if its replacements keep ending as soon; one that ran 30 s is
+replaced at once. The wait is logged, and a stop signal ends it at once.
 """
 
 from __future__ import annotations
@@ -29,13 +39,22 @@ import signal
 import socket
 import sys
 import threading
+import time
+from dataclasses import dataclass, field
+from functools import partial
 
+from seqlab.backoff import Backoff
 from seqlab.errors import SeqlabError
+from seqlab.heartbeat import Counter, Heartbeat, Pulse, interval_for
 
 log = logging.getLogger("uvicorn.error")
 
 #: A listening socket per worker, spread by the kernel (Linux); else one socket shared by all.
 REUSE_PORT = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+#: ``--worker-timeout``: seconds without a heartbeat before a worker is killed (0: never), and its range.
+WORKER_TIMEOUT_S = 60
+WORKER_TIMEOUT_RANGE = (0, 3600)
 
 
 def bound_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
@@ -52,22 +71,47 @@ def bound_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
     return sock
 
 
-def _worker(host: str, port: int, access_log: bool, shared: socket.socket | None) -> None:
-    """One worker (a spawned process): a uvicorn server on its own SO_REUSEPORT socket, or on ``shared``."""
+def _worker_app(counter: Counter, interval_s: float) -> Heartbeat:
+    """The app of one worker: :func:`seqlab.serve.app_from_env`'s, with a heartbeat on the event loop."""
+    from seqlab.serve import app_from_env
+    return Heartbeat(app_from_env(), counter, interval_s)
+
+
+def _worker(host: str, port: int, access_log: bool, shared: socket.socket | None, counter: Counter,
+            interval_s: float) -> None:
+    """One worker (a spawned process): a uvicorn server on its own SO_REUSEPORT socket, or on ``shared``,
+    counting its heartbeats in ``counter``."""
     import uvicorn
     if shared is None:
         sock = bound_socket(host, port, reuse_port=True)
         sock.listen(2048)  # uvicorn's default backlog
     else:
         sock = shared
-    config = uvicorn.Config("seqlab.serve:app_from_env", factory=True, host=host, port=port, log_level="info",
-                            access_log=access_log)
+    config = uvicorn.Config(partial(_worker_app, counter, interval_s), factory=True, host=host, port=port,
+                            log_level="info", access_log=access_log)
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def supervise(workers: int, host: str, port: int, access_log: bool = True, poll_s: float = 0.2) -> None:
+@dataclass
+class _Slot:
+    """One of the N workers' places: its process (None while a replacement waits out its back-off)."""
+    process: multiprocessing.Process | None = None
+    pulse: Pulse | None = None
+    started_at: float = 0.0
+    restart_at: float = 0.0
+    backoff: Backoff = field(default_factory=Backoff)
+
+    def hung(self, timeout_s: float, now: float) -> bool:
+        """Whether this slot's running worker has sent no heartbeat for ``timeout_s`` (0: never judged)."""
+        return (timeout_s > 0 and self.process is not None and self.process.exitcode is None
+                and self.pulse is not None and self.pulse.silent_s(now) > timeout_s)
+
+
+def supervise(workers: int, host: str, port: int, access_log: bool = True,
+              worker_timeout_s: float = WORKER_TIMEOUT_S, poll_s: float = 0.2) -> None:
     """Run ``workers`` worker processes on (host, port) until SIGTERM or SIGINT, then stop them gracefully.
-    Raises SeqlabError if the port cannot be had or a worker fails to start."""
+    A worker silent for ``worker_timeout_s`` is killed and replaced. Raises SeqlabError if the port cannot be
+    had or a worker fails to start."""
     from uvicorn.config import STARTUP_FAILURE  # what app_from_env exits with when it cannot build the app
     reserve = bound_socket(host, port, REUSE_PORT)
     shared = None
@@ -75,39 +119,74 @@ def supervise(workers: int, host: str, port: int, access_log: bool = True, poll_
         reserve.listen(2048)
         shared = reserve
     spawn = multiprocessing.get_context("spawn")  # fresh interpreters: no copy of the parent's threads or model
+    interval_s = interval_for(worker_timeout_s)
 
-    def start() -> multiprocessing.Process:
-        process = spawn.Process(target=_worker, args=(host, port, access_log, shared), name="seqlab-serve-worker")
-        process.start()
-        return process
+    def start(slot: _Slot) -> None:
+        counter = spawn.RawValue("Q", 0)  # a fresh count for each process: see seqlab.heartbeat
+        slot.process = spawn.Process(target=_worker, args=(host, port, access_log, shared, counter, interval_s),
+                                     name="seqlab-serve-worker")
+        slot.process.start()
+        slot.pulse, slot.started_at = Pulse(counter), time.monotonic()
+
+    def replace(slot: _Slot, why: str) -> None:
+        now = time.monotonic()
+        delay = slot.backoff.delay(now - slot.started_at)
+        log.warning("%s; starting another%s", why, f" in {delay:g} s" if delay else "")
+        slot.process, slot.pulse, slot.restart_at = None, None, now + delay
 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     log.info("Started parent process [%d]", os.getpid())
-    processes: list[multiprocessing.Process] = []
+    slots = [_Slot() for _ in range(workers)]
     failed = False
     try:
-        processes = [start() for _ in range(workers)]
+        for slot in slots:
+            start(slot)
         while not stop.wait(poll_s):
-            for k, process in enumerate(processes):
-                if process.exitcode is None or stop.is_set():  # a worker ending with a Ctrl-C is not replaced
-                    continue
-                if process.exitcode == STARTUP_FAILURE:
+            for slot in slots:
+                if stop.is_set():  # a worker ending with a Ctrl-C is not replaced
+                    break
+                if slot.process is None:
+                    if time.monotonic() >= slot.restart_at:
+                        start(slot)
+                elif slot.hung(worker_timeout_s, time.monotonic()):
+                    slot.process.kill()
+                    slot.process.join()
+                    replace(slot, f"Worker process [{slot.process.pid}] sent no heartbeat for "
+                                  f"{worker_timeout_s:g} s (--worker-timeout); killed it")
+                elif slot.process.exitcode == STARTUP_FAILURE:
                     failed = True
                     stop.set()
-                    break
-                log.warning("Worker process [%d] ended with status %s; starting another", process.pid,
-                            process.exitcode)
-                processes[k] = start()
+                elif slot.process.exitcode is not None:
+                    process = slot.process
+                    replace(slot, f"Worker process [{process.pid}] ended with status {process.exitcode}")
     finally:
-        for process in processes:
-            if process.exitcode is None:
-                process.terminate()  # SIGTERM: uvicorn finishes the requests in flight, then exits
-        for process in processes:
-            process.join()
+        _stop_workers(slots, worker_timeout_s, poll_s)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         reserve.close()
         log.info("Stopping parent process [%d]", os.getpid())
     if failed:
         raise SeqlabError("serve --workers: a worker process failed to start (its error is logged above)")
+
+
+def _stop_workers(slots: list[_Slot], worker_timeout_s: float, poll_s: float) -> None:
+    """SIGTERM to every running worker (uvicorn finishes the requests in flight, then exits), and wait for
+    them; one that stops sending heartbeats meanwhile is hung and gets SIGKILL."""
+    running = [slot for slot in slots if slot.process is not None]
+    for slot in running:
+        if slot.process.exitcode is None:
+            slot.process.terminate()
+    while running:
+        for slot in running:
+            if slot.hung(worker_timeout_s, time.monotonic()):
+                log.warning("Worker process [%d] sent no heartbeat for %g s while stopping; killing it",
+                            slot.process.pid, worker_timeout_s)
+                slot.process.kill()
+                slot.process.join()
+        running = [slot for slot in running if slot.process.exitcode is None]
+        if running:
+            time.sleep(poll_s)
+    for slot in slots:
+        if slot.process is not None:
+            slot.process.join()

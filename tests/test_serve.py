@@ -445,6 +445,169 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
             server.kill()
 
 
+def test_back_off_doubles_for_quick_ends_up_to_its_cap_and_resets_after_a_stable_run():
+    from seqlab.backoff import Backoff
+    policy = Backoff(first_s=0.5, cap_s=30, stable_s=30)
+    assert [policy.delay(1.0) for _ in range(9)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
+    assert policy.delay(30.0) == 0  # a worker that ran stable_s: replaced at once, and the count starts again
+    assert policy.delay(29.9) == 0.5
+    assert [Backoff().delay(0.0) for _ in range(3)] == [0.5, 0.5, 0.5]  # each slot has a policy of its own
+    many = Backoff()
+    assert [many.delay(0.0) for _ in range(2000)][-1] == 30  # no overflow however long the loop
+
+
+def test_heartbeats_come_from_the_event_loop_once_the_app_has_started():
+    """The wrapper's beats start with the app's start-up, stop while the loop is blocked, and end with the
+    app's shutdown; other requests pass through unchanged."""
+    import asyncio
+    import time
+    from types import SimpleNamespace
+
+    from seqlab.heartbeat import Heartbeat, Pulse, interval_for
+
+    seen = []
+
+    async def app(scope, receive, send):  # a minimal ASGI app: the lifespan protocol, and one HTTP scope
+        if scope["type"] == "http":
+            seen.append("http")
+            return
+        assert (await receive())["type"] == "lifespan.startup"
+        await send({"type": "lifespan.startup.complete"})
+        assert (await receive())["type"] == "lifespan.shutdown"
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def main():
+        counter = SimpleNamespace(value=0)
+        wrapped = Heartbeat(app, counter, interval_s=0.01)
+        await wrapped({"type": "http"}, None, None)
+        inbox: asyncio.Queue = asyncio.Queue()
+        sent = []
+
+        async def send(message):
+            sent.append(message["type"])
+
+        lifespan = asyncio.get_running_loop().create_task(wrapped({"type": "lifespan"}, inbox.get, send))
+        await asyncio.sleep(0.05)
+        counts = [counter.value]  # no start-up yet: no beat
+        await inbox.put({"type": "lifespan.startup"})
+        await asyncio.sleep(0.1)
+        counts.append(counter.value)
+        time.sleep(0.1)  # noqa: ASYNC251 - the loop is blocked: no beat meanwhile
+        counts.append(counter.value)
+        await inbox.put({"type": "lifespan.shutdown"})
+        await lifespan
+        counts.append(counter.value)
+        await asyncio.sleep(0.05)
+        counts.append(counter.value)  # shut down: no beat
+        return counts, sent
+
+    counts, sent = asyncio.run(main())
+    assert seen == ["http"] and sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert counts[0] == 0 and counts[1] >= 2 and counts[2] == counts[1] and counts[4] == counts[3]
+    assert interval_for(2) == 0.5 and interval_for(60) == 1.0 and interval_for(0) == 1.0
+
+    counter = SimpleNamespace(value=0)
+    pulse = Pulse(counter)
+    assert pulse.silent_s(now=100.0) == 0  # no beat yet: a worker loading its model is not judged
+    counter.value = 1
+    assert pulse.silent_s(now=101.0) == 0 and pulse.silent_s(now=104.5) == 3.5
+    counter.value = 2
+    assert pulse.silent_s(now=105.0) == 0
+
+
+@pytest.mark.parametrize("value,needle", [("-1", "0..3600"), ("ten", "0..3600"), ("3601", "0..3600"),
+                                          ("1.5", "0..3600")])
+def test_a_bad_worker_timeout_is_one_line_and_exit_2(value, needle, capsys):
+    from seqlab.cli import main
+    with pytest.raises(SystemExit) as stop:
+        main(["-q", "serve", "m", "--workers", "2", "--worker-timeout", value])
+    assert stop.value.code == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "--worker-timeout" in lines[0], lines
+    assert needle in lines[0] and value in lines[0]
+
+
+def _worker_pids(server) -> set[int]:
+    """The live worker processes of ``seqlab serve --workers N`` (spawned: their command line says so)."""
+    return {pid for pid, cmd in _descendants(server.pid).items() if "spawn_main" in cmd and _running(pid)}
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc for the worker processes")
+def test_a_hung_worker_is_killed_and_replaced(shared_tiny_model, tmp_path):
+    """A worker stopped with SIGSTOP sends no heartbeat, as one whose event loop is blocked: the parent kills
+    it after --worker-timeout, says so, and starts another, and the service answers with two workers again.
+    The healthy worker is left alone, and a worker that hangs while the service stops is killed too."""
+    import json
+    import os
+    import signal
+    import time
+    import urllib.request
+    log = tmp_path / "serve.log"
+    server, base = _start_workers(shared_tiny_model[1], log, "--no-access-log", "--worker-timeout", "2")
+    victim = None
+    try:
+        assert len(_worker_pids(server)) == 2
+        victim = min(_worker_pids(server))
+        os.kill(victim, signal.SIGSTOP)
+        deadline = time.monotonic() + 90
+        while _running(victim) or log.read_text().count("Application startup complete") < 3:
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        assert f"Worker process [{victim}] sent no heartbeat for 2 s (--worker-timeout); killed it" in log.read_text()
+        assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
+        req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose ."]}',
+                                     {"content-type": "application/json"})
+        assert len(json.loads(urllib.request.urlopen(req, timeout=60).read())["predictions"]) == 1
+        pids = set(_pids_of_persistent_connections(base, 24))
+        assert len(pids) == 2 and victim not in pids and pids == _worker_pids(server)
+        victim = min(pids)
+        os.kill(victim, signal.SIGSTOP)  # hung as the service stops: SIGTERM alone would never end it
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+        if victim is not None and _running(victim):
+            os.kill(victim, signal.SIGKILL)
+    text = log.read_text()
+    assert f"Worker process [{victim}] sent no heartbeat for 2 s while stopping; killing it" in text
+    assert text.count("sent no heartbeat") == 2 and "Traceback" not in text
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc for the worker processes")
+def test_a_worker_that_keeps_dying_is_restarted_with_growing_delays(shared_tiny_model, tmp_path):
+    """A worker killed, then each replacement killed as soon as it appears: the waits before the replacements
+    double (0.5, 1, 2 s), and a SIGTERM during a wait stops the service, with status 0."""
+    import os
+    import signal
+    import time
+    log = tmp_path / "serve.log"
+    server, _ = _start_workers(shared_tiny_model[1], log, "--no-access-log")
+    try:
+        known = _worker_pids(server)
+        victim = min(known)
+        for delay in ("0.5", "1", "2"):
+            os.kill(victim, signal.SIGKILL)
+            line = f"Worker process [{victim}] ended with status -9; starting another in {delay} s"
+            deadline = time.monotonic() + 60
+            while line not in log.read_text():
+                assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+                time.sleep(0.05)
+            if delay == "2":
+                break
+            while not _worker_pids(server) - known:  # the replacement, started after its wait
+                assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+                time.sleep(0.05)
+            victim = min(_worker_pids(server) - known)
+            known.add(victim)
+        server.send_signal(signal.SIGTERM)  # during the 2 s wait
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert "Traceback" not in log.read_text()
+
+
 def _free_port() -> int:
     import socket
     with socket.socket() as sock:
