@@ -399,7 +399,8 @@ def cmd_demo(args) -> None:
     print(f"\nModel saved in {Path(args.out) / 'model'}; training curves in {Path(args.out) / 'curves.png'}")
 
 
-COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "calibrate": cmd_calibrate, "predict": cmd_predict, "score": cmd_score,
+COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "calibrate": cmd_calibrate, "predict": cmd_predict,
+            "score": cmd_score,
             "info": cmd_info, "analyze": cmd_analyze, "attention": cmd_attention, "serve": cmd_serve,
             "export": cmd_export, "demo": cmd_demo}
 

@@ -221,7 +221,8 @@ class CRF(nn.Module):
     def _forward_backward(self, emissions: Tensor, mask: Tensor,
                           temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """On trimmed inputs: log alphas and log betas (batch, max_len, num_tags), log Z (batch,) and the
-        trimmed mask, for ``emissions`` already divided by ``temperature`` (the potentials are divided here). alpha_t[j] scores every prefix ending in j at t (emission at t included); beta_t[j]
+        trimmed mask, for ``emissions`` already divided by ``temperature`` (the potentials are divided here).
+        alpha_t[j] scores every prefix ending in j at t (emission at t included); beta_t[j]
         every suffix after t given j at t (emission at t excluded). Without gradients on CPU, in NumPy
         (:mod:`seqlab.posteriors`), returned as float64."""
         emissions, mask, _ = self._trim(emissions, mask)

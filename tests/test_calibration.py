@@ -95,7 +95,8 @@ def test_calibrate_command_saves_the_temperature(shared_tiny_model, tmp_path):
     out = tmp_path / "calibrated"
     proc = run("calibrate", model, path, "--out", out, "--bins", "5")
     assert proc.returncode == 0, proc.stderr
-    assert "temperature 1 -> " in proc.stdout and "spans (" in proc.stdout and "expected calibration error" in proc.stdout
+    assert "temperature 1 -> " in proc.stdout and "spans (" in proc.stdout
+    assert "expected calibration error" in proc.stdout
     saved = json.loads((out / "config.json").read_text())["config"]["model"]["decoder"]["temperature"]
     assert saved != 1.0 and f"-> {saved:.4g}" in proc.stdout
     assert json.loads((model / "config.json").read_text())["config"]["model"]["decoder"]["temperature"] == 1.0
