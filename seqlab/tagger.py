@@ -434,7 +434,9 @@ class Tagger:
                 "features": {name: f.config.type for name, f in self.featurizers.items()},
                 "vocabulary_sizes": vocab_sizes, "parameters": params,
                 "encoders": [e.type for e in self.config.model.encoders],
-                "decoder": self.config.model.decoder.type, "device": str(self.device),
+                "decoder": self.config.model.decoder.type,
+                "temperature": getattr(self.config.model.decoder, "temperature", None),  # of its confidences
+                "device": str(self.device),
                 "engine": "torch" if self.engine is None else "onnxruntime"}
 
 

@@ -100,6 +100,7 @@ def test_calibrate_command_saves_the_temperature(shared_tiny_model, tmp_path):
     saved = json.loads((out / "config.json").read_text())["config"]["model"]["decoder"]["temperature"]
     assert saved != 1.0 and f"-> {saved:.4g}" in proc.stdout
     assert json.loads((model / "config.json").read_text())["config"]["model"]["decoder"]["temperature"] == 1.0
+    assert json.loads(run("info", out).stdout)["temperature"] == saved
 
 
 def test_calibrate_errors(shared_tiny_model, tmp_path):
@@ -117,3 +118,21 @@ def test_calibrate_errors(shared_tiny_model, tmp_path):
     tagger = Tagger.build(config_from_dict(raw), read_conll(path, label_column=2), "BIO", [])
     with pytest.raises(SeqlabError, match="no probabilities to calibrate"):
         tagger.set_temperature(1.5)
+
+
+def test_calibrate_a_softmax_tagger_of_plain_labels(tmp_path_factory):
+    from tests.conftest import train_tiny
+
+    def pos_config(path):
+        raw = tiny_config(path).model_dump(mode="json")
+        raw["task"], raw["data"]["label_column"], raw["data"]["scheme"] = "pos", 1, "none"
+        raw["model"]["decoder"] = {"type": "softmax"}
+        raw["train"]["max_epochs"] = 4
+        return config_from_dict(raw)
+
+    path, run_dir, _ = train_tiny(tmp_path_factory, "calibrate-pos", pos_config)
+    proc = run("calibrate", run_dir / "model", path)  # in place
+    assert proc.returncode == 0, proc.stderr
+    assert "tokens (" in proc.stdout and "spans (" not in proc.stdout  # plain labels have no spans
+    tagger = Tagger.load(run_dir / "model")
+    assert tagger.net.decoder.temperature == tagger.config.model.decoder.temperature != 1.0
