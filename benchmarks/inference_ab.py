@@ -1,11 +1,14 @@
 """An inference lever off (A) and on (B), interleaved in one process.
 
-    python benchmarks/inference_ab.py MODEL DATA --lever char-memo|flat-lengths [--threads 2] [--reps 5]
+    python benchmarks/inference_ab.py MODEL DATA --lever char-memo|flat-lengths|max-only-viterbi [--threads 2]
+        [--reps 5]
         [--batch-sizes 1,64] [--text] [--keep-memo]
 
 Levers: ``char-memo``: the char encoders' inference memo (``seqlab.features.chars.TokenMemo``);
 ``flat-lengths``: FLAT's R for pairs with words by one lookup in the table of sums per span lengths, against
-four lookups (``seqlab.encoders.flat.LENGTH_TABLE_ELEMENTS`` = 0).
+four lookups (``seqlab.encoders.flat.LENGTH_TABLE_ELEMENTS`` = 0); ``max-only-viterbi``: the NumPy Viterbi's
+forward of maxima only with pointers recomputed on the way back, for batches from ``seqlab.viterbi.MAX_ONLY_FROM``
+elements, against pointers kept at every step at every batch size.
 
 Each repetition tags the whole of DATA (a labeled file in the model's format) at each batch size with
 ``predict_tags``, and with ``--text`` each sentence as a raw string through ``Tagger.predict`` (batch 1), with
@@ -26,6 +29,7 @@ import time
 
 import torch
 
+import seqlab.viterbi as viterbi_module
 from seqlab.encoders import flat as flat_module
 from seqlab.features.chars import CharFeatures
 from seqlab.tagger import Tagger
@@ -39,7 +43,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("model")
     p.add_argument("data")
-    p.add_argument("--lever", choices=["char-memo", "flat-lengths"], required=True)
+    p.add_argument("--lever", choices=["char-memo", "flat-lengths", "max-only-viterbi"], required=True)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--batch-sizes", default="1,64")
@@ -56,6 +60,7 @@ def main() -> None:
     memos = char_modules(tagger)
     assert memos or args.lever != "char-memo", "the model has no char features"
     original, length_table = CharFeatures._memoised, flat_module.LENGTH_TABLE_ELEMENTS
+    max_only_from = viterbi_module.MAX_ONLY_FROM
 
     def off(self, chars):
         return self.encoder(chars)
@@ -63,6 +68,7 @@ def main() -> None:
     def set_lever(on: bool) -> None:
         CharFeatures._memoised = original if on or args.lever != "char-memo" else off
         flat_module.LENGTH_TABLE_ELEMENTS = length_table if on or args.lever != "flat-lengths" else 0
+        viterbi_module.MAX_ONLY_FROM = max_only_from if on or args.lever != "max-only-viterbi" else 2**62
 
     runs: dict[str, dict[str, list[float]]] = {}
     tags: dict[str, list] = {}

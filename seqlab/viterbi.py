@@ -7,6 +7,12 @@ exported-model runner (:mod:`seqlab.export`) uses it on onnxruntime's outputs.
 
 Ties are broken towards the lowest tag index, as ``torch.argmax`` does, and every score is the same
 float32 sum as in :meth:`seqlab.crf.CRF._viterbi_torch`, so both give the same paths.
+
+Large batches keep no pointers on the way forward: a step there is one PyTorch add and ``amax`` over
+(batch, tags, tags), about four times cheaper than NumPy's ``argmax`` and the read-back of the maxima
+(64 sentences, 40 tags). The way back recomputes, for the one tag each row is at, the sums into it from the
+stored scores of the step before and takes their ``argmax``: the same float32 sums as the forward's, so the
+same pointers, the same paths and scores as the pointer-keeping loop at every batch size.
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ import torch
 #: below it NumPy's lower per-call cost wins.
 TORCH_ADD_FROM = 8192
 
+#: From this many (batch x tags x tags) elements on, the forward keeps only each step's scores (``amax``)
+#: and the way back recomputes the pointers it follows: faster from about 8 sentences at 40 tags, 64 at 17.
+MAX_ONLY_FROM = 12000
+
 
 def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start: np.ndarray,
             end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -31,6 +41,8 @@ def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start
     batch, seq_len, num_tags = emissions.shape
     steps = int(lengths.max()) if batch else 0  # steps of the longest row
     full = int(lengths.min()) if batch else 0  # steps every row has: no masking needed before this
+    if batch > 1 and batch * num_tags * num_tags >= MAX_ONLY_FROM:
+        return _viterbi_max_only(emissions, lengths, trans, start, end, steps, full)
     into = np.ascontiguousarray(trans.T)[None]  # (1, to, from): the reduction runs over the last axis
     rows = np.arange(batch)
     offsets = np.arange(batch * num_tags).reshape(batch, num_tags) * num_tags  # flat index of (row, to, 0)
@@ -75,4 +87,42 @@ def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start
         tags[:, t] = np.where(inside, tag, 0)
         if t:
             tag = np.where(inside, back[t - 1, rows, tag], tag)
+    return tags, best_score
+
+
+def _viterbi_max_only(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start: np.ndarray,
+                      end: np.ndarray, steps: int, full: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`viterbi` for large batches: a forward of maxima only, pointers recomputed on the way back
+    for the followed tags alone (see the module's docstring)."""
+    batch, seq_len, num_tags = emissions.shape
+    dtype = np.result_type(emissions, trans)
+    emit = torch.from_numpy(np.ascontiguousarray(emissions.transpose(1, 0, 2), dtype=dtype))  # (seq, batch, tags)
+    into = torch.from_numpy(np.ascontiguousarray(trans.T, dtype=dtype))[None]  # (1, to, from)
+    inside = torch.from_numpy(np.arange(steps)[:, None] < lengths[None])[:, :, None]  # (steps, batch, 1)
+    history = np.empty((steps, batch, num_tags), dtype=dtype)  # the scores after each step
+    kept = torch.from_numpy(history)
+    score = torch.from_numpy(start.astype(dtype)) + emit[0]  # (batch, num_tags)
+    kept[0] = score
+    total = torch.empty(batch, num_tags, num_tags, dtype=score.dtype)  # (batch, to, from)
+    for t in range(1, steps):
+        torch.add(score[:, None, :], into, out=total)
+        best = torch.amax(total, 2)  # (batch, to)
+        best += emit[t]
+        score = best if t < full else torch.where(inside[t], best, score)  # padding keeps its score
+        kept[t] = score
+    final = history[steps - 1] + end  # (batch, num_tags)
+    rows = np.arange(batch)
+    tag = final.argmax(1)  # (batch,)
+    best_score = final[rows, tag]
+    sources = np.ascontiguousarray(trans.T, dtype=dtype)  # (to, from): row j holds the moves into j
+    tags = np.zeros((batch, seq_len), dtype=np.int64)
+    for t in range(steps - 1, -1, -1):
+        if t >= full:
+            real = t < lengths  # (batch,)
+            tags[:, t] = np.where(real, tag, 0)
+        else:
+            tags[:, t] = tag
+        if t:
+            previous = (history[t - 1] + sources[tag]).argmax(1)  # (batch,): the forward's sums into tag
+            tag = previous if t < full else np.where(real, previous, tag)
     return tags, best_score

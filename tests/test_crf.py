@@ -398,6 +398,34 @@ def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
     ref_tags, ref_scores = crf._viterbi_torch(em, mask)
     assert torch.equal(tags, ref_tags) and torch.equal(scores, ref_scores)
 
+
+@pytest.mark.parametrize("seed", range(8))
+def test_max_only_viterbi_equals_the_pointer_keeping_one(seed, monkeypatch):
+    """Large batches keep only maxima on the way forward and recompute the pointers on the way back
+    (seqlab.viterbi.MAX_ONLY_FROM): the same paths and scores as keeping every pointer and as the PyTorch
+    loop, with ties (small integer scores), padding, one-token sentences and constraints."""
+    import seqlab.viterbi as V
+    g = torch.Generator().manual_seed(300 + seed)
+    num_tags, batch, seq_len = 2 + 5 * seed, 2 + 7 * seed, 1 + 4 * seed
+    crf = CRF(num_tags, torch.rand(num_tags, num_tags, generator=g) < 0.4 if seed % 2 else None)
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float())
+    em = torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float()
+    lengths = torch.randint(1, seq_len + 1, (batch,), generator=g)
+    lengths[0] = seq_len
+    if seed % 3 == 0:
+        lengths[:] = seq_len  # no padding
+    mask = torch.arange(seq_len)[None] < lengths[:, None]
+    results = []
+    for threshold in (0, 2**62):  # max-only at every size, then never
+        monkeypatch.setattr(V, "MAX_ONLY_FROM", threshold)
+        results.append(crf.viterbi(em, mask))
+    ref_tags, ref_scores = crf._viterbi_torch(em, mask)
+    for tags, scores in results:
+        assert torch.equal(tags, ref_tags) and torch.equal(scores, ref_scores)
+
+
 def test_mask_none_means_no_padding():
     crf = make_crf(3, seed=1)
     em = rand_emissions(2, 4, 3, seed=1)
