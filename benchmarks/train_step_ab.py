@@ -1,7 +1,8 @@
 """Two versions of a training step alternated in one process: the lever off (A) and on (B).
 
-    python benchmarks/train_step_ab.py --lever nadam [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml]
-        [--data-root ../shared/data] [--threads 2] [--reps 5] [--steps 130]
+    python benchmarks/train_step_ab.py --lever nadam|crf-numpy|dropout|flat-lengths|gc-freeze|bilstm-pair
+        [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml] [--data-root ../shared/data]
+        [--threads 2] [--reps 5] [--steps 130]
 
 Levers: ``nadam``: torch.optim.NAdam (A) against seqlab.optim.NAdam (B); ``crf-numpy``: the CRF's log
 partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqlab.crf_partition.CPU_NUMPY);
@@ -9,7 +10,9 @@ partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqla
 so the weights differ after the first step); ``flat-lengths``: FLAT's R for pairs with words by four lookups
 (A) against one lookup in the table of sums per span lengths (B; use a FLAT ``--config``); ``gc-freeze``: the
 whole heap seen by the garbage collector (A) against frozen after loading (B, ``gc.freeze()``, as
-:func:`seqlab.heap.freeze_loaded` does; the same model twice, so the weights stay the same bits).
+:func:`seqlab.heap.freeze_loaded` does; the same model twice, so the weights stay the same bits);
+``bilstm-pair``: a one-layer BiLSTM's batches without padding through two one-way kernel calls (A) against one
+bidirectional call on the same parameters (B; other roundings, so the weights drift apart over the steps).
 A and B are built once (seed 1 each, each with its own random stream for dropout) and take 20 warm-up
 steps; each repetition then runs the next ``--steps`` batches through both, in blocks of 10 steps in the order
 ABBA..., so that this host's drift falls on both alike. Prints ms per step, the largest weight difference
@@ -33,6 +36,7 @@ from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.dropout import Dropout
 from seqlab.encoders import flat as flat_module
+from seqlab.lstm import BiLSTM
 from seqlab.optim import NAdam
 from seqlab.tagger import Tagger
 from seqlab.training import make_optimizer, seed_everything, train_step
@@ -40,19 +44,27 @@ from seqlab.training import make_optimizer, seed_everything, train_step
 
 BLOCK = 10  # training steps per interleaved block
 LENGTH_TABLE = flat_module.LENGTH_TABLE_ELEMENTS
+FUSED = BiLSTM._fused
+
+
+def per_direction_with_gradients(self, x, lengths):
+    """BiLSTM._fused as it was before the bidirectional training call: None whenever gradients are on."""
+    return None if self.training or torch.is_grad_enabled() else FUSED(self, x, lengths)
 
 
 def set_lever(lever: str, on: bool) -> None:
     """The module-level switches of the levers that have one (the others differ in what is built)."""
     partition.CPU_NUMPY = on if lever == "crf-numpy" else True
     flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
+    BiLSTM._fused = per_direction_with_gradients if lever == "bilstm-pair" and not on else FUSED
     if lever == "gc-freeze":
         (gc.freeze if on else gc.unfreeze)()
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout", "flat-lengths", "gc-freeze"], required=True)
+    p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout", "flat-lengths", "gc-freeze",
+                                             "bilstm-pair"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")

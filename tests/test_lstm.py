@@ -85,3 +85,32 @@ def test_no_grad_in_train_mode_keeps_dropout_between_layers():
         a, b = ours(x, lengths), ours(x, lengths)
     assert not torch.allclose(a, b)  # two different dropout masks
     assert ours._bi_cache is None  # the packed copy was never built
+
+
+def test_training_batch_without_padding_takes_one_bidirectional_call_on_the_same_parameters():
+    """With gradients, a one-layer BiLSTM runs an unpadded batch through one bidirectional kernel call
+    sharing its parameters: the outputs and every gradient equal the two one-way calls' (to rounding),
+    building that call draws nothing from the random generator, and a replaced parameter is followed."""
+    torch.manual_seed(0)
+    m = BiLSTM(12, 8).train()
+    x = torch.randn(3, 6, 12, requires_grad=True)
+    g = torch.randn(3, 6, 16)
+    full = torch.full((3,), 6)
+    state = torch.get_rng_state()
+    out = m(x, full)
+    assert m._pair is not None and torch.equal(state, torch.get_rng_state())
+    grads = torch.autograd.grad((out * g).sum(), [x, *m.parameters()])
+    ref = torch.cat(m._per_direction(x, full), dim=-1)  # the two one-way calls
+    ref_grads = torch.autograd.grad((ref * g).sum(), [x, *m.parameters()])
+    torch.testing.assert_close(out, ref, rtol=0, atol=1e-6)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+    pair = m._pair[1]
+    assert {id(q) for q in pair.parameters()} == {id(q) for q in m.parameters()}  # shared, not copied
+    assert not any(k.startswith("_pair") for k in m.state_dict())
+    other = BiLSTM(12, 8)
+    m.load_state_dict(other.state_dict(), assign=True)  # new parameter objects: a new pair
+    torch.testing.assert_close(m(x, full), other(x, full), rtol=0, atol=0)
+    assert m._pair[1] is not pair
+    padded = torch.tensor([6, 4, 6])  # padding: the per-direction path, as before
+    torch.testing.assert_close(m(x, padded), torch.cat(m._per_direction(x, padded), dim=-1), rtol=0, atol=0)
