@@ -1,6 +1,6 @@
 """An inference lever off (A) and on (B), interleaved in one process.
 
-    python benchmarks/inference_ab.py MODEL DATA --lever char-memo|flat-lengths|max-only-viterbi [--threads 2]
+    python benchmarks/inference_ab.py MODEL DATA --lever char-memo|flat-lengths|max-only-viterbi|psa-tanh [--threads 2]
         [--reps 5]
         [--batch-sizes 1,64] [--text] [--keep-memo]
 
@@ -8,7 +8,8 @@ Levers: ``char-memo``: the char encoders' inference memo (``seqlab.features.char
 ``flat-lengths``: FLAT's R for pairs with words by one lookup in the table of sums per span lengths, against
 four lookups (``seqlab.encoders.flat.LENGTH_TABLE_ELEMENTS`` = 0); ``max-only-viterbi``: the NumPy Viterbi's
 forward of maxima only with pointers recomputed on the way back, for batches from ``seqlab.viterbi.MAX_ONLY_FROM``
-elements, against pointers kept at every step at every batch size.
+elements, against pointers kept at every step at every batch size; ``psa-tanh``: PSA's additive scores with
+tanh as 2 sigmoid(2x) - 1 (``seqlab.encoders.psa.tanh_by_sigmoid_``) against ``torch.tanh_``.
 
 Each repetition tags the whole of DATA (a labeled file in the model's format) at each batch size with
 ``predict_tags``, and with ``--text`` each sentence as a raw string through ``Tagger.predict`` (batch 1), with
@@ -31,6 +32,7 @@ import torch
 
 import seqlab.viterbi as viterbi_module
 from seqlab.encoders import flat as flat_module
+from seqlab.encoders import psa as psa_module
 from seqlab.features.chars import CharFeatures
 from seqlab.tagger import Tagger
 
@@ -43,7 +45,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("model")
     p.add_argument("data")
-    p.add_argument("--lever", choices=["char-memo", "flat-lengths", "max-only-viterbi"], required=True)
+    p.add_argument("--lever", choices=["char-memo", "flat-lengths", "max-only-viterbi", "psa-tanh"], required=True)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--batch-sizes", default="1,64")
@@ -61,6 +63,7 @@ def main() -> None:
     assert memos or args.lever != "char-memo", "the model has no char features"
     original, length_table = CharFeatures._memoised, flat_module.LENGTH_TABLE_ELEMENTS
     max_only_from = viterbi_module.MAX_ONLY_FROM
+    tanh = psa_module.tanh_by_sigmoid_
 
     def off(self, chars):
         return self.encoder(chars)
@@ -69,6 +72,7 @@ def main() -> None:
         CharFeatures._memoised = original if on or args.lever != "char-memo" else off
         flat_module.LENGTH_TABLE_ELEMENTS = length_table if on or args.lever != "flat-lengths" else 0
         viterbi_module.MAX_ONLY_FROM = max_only_from if on or args.lever != "max-only-viterbi" else 2**62
+        psa_module.tanh_by_sigmoid_ = tanh if on or args.lever != "psa-tanh" else torch.tanh_
 
     runs: dict[str, dict[str, list[float]]] = {}
     tags: dict[str, list] = {}

@@ -1,6 +1,6 @@
 """Two versions of a training step alternated in one process: the lever off (A) and on (B).
 
-    python benchmarks/train_step_ab.py --lever nadam|crf-numpy|dropout|flat-lengths|gc-freeze|bilstm-pair
+    python benchmarks/train_step_ab.py --lever nadam|crf-numpy|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh
         [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml] [--data-root ../shared/data]
         [--threads 2] [--reps 5] [--steps 130]
 
@@ -12,7 +12,8 @@ so the weights differ after the first step); ``flat-lengths``: FLAT's R for pair
 whole heap seen by the garbage collector (A) against frozen after loading (B, ``gc.freeze()``, as
 :func:`seqlab.heap.freeze_loaded` does; the same model twice, so the weights stay the same bits);
 ``bilstm-pair``: a one-layer BiLSTM's batches without padding through two one-way kernel calls (A) against one
-bidirectional call on the same parameters (B; other roundings, so the weights drift apart over the steps).
+bidirectional call on the same parameters (B; other roundings, so the weights drift apart over the steps);
+``psa-tanh`` (with a PSA ``--config``): PSA's additive scores with ``torch.tanh_`` (A) against 2 sigmoid(2x) - 1 (B).
 A and B are built once (seed 1 each, each with its own random stream for dropout) and take 20 warm-up
 steps; each repetition then runs the next ``--steps`` batches through both, in blocks of 10 steps in the order
 ABBA..., so that this host's drift falls on both alike. Prints ms per step, the largest weight difference
@@ -36,6 +37,7 @@ from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.dropout import Dropout
 from seqlab.encoders import flat as flat_module
+from seqlab.encoders import psa as psa_module
 from seqlab.lstm import BiLSTM
 from seqlab.optim import NAdam
 from seqlab.tagger import Tagger
@@ -45,6 +47,7 @@ from seqlab.training import make_optimizer, seed_everything, train_step
 BLOCK = 10  # training steps per interleaved block
 LENGTH_TABLE = flat_module.LENGTH_TABLE_ELEMENTS
 FUSED = BiLSTM._fused
+TANH = psa_module.tanh_by_sigmoid_
 
 
 def per_direction_with_gradients(self, x, lengths):
@@ -57,6 +60,7 @@ def set_lever(lever: str, on: bool) -> None:
     partition.CPU_NUMPY = on if lever == "crf-numpy" else True
     flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
     BiLSTM._fused = per_direction_with_gradients if lever == "bilstm-pair" and not on else FUSED
+    psa_module.tanh_by_sigmoid_ = torch.tanh_ if lever == "psa-tanh" and not on else TANH
     if lever == "gc-freeze":
         (gc.freeze if on else gc.unfreeze)()
 
@@ -64,7 +68,7 @@ def set_lever(lever: str, on: bool) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout", "flat-lengths", "gc-freeze",
-                                             "bilstm-pair"], required=True)
+                                             "bilstm-pair", "psa-tanh"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")

@@ -72,7 +72,11 @@ The pairwise scores w^T tanh(q_i + k_j) need a (batch, T, T, d) hidden tensor. :
 never materialises it whole: it works through blocks of about ``BLOCK_ELEMENTS`` elements that stay
 in the CPU cache, and its backward recomputes each block's tanh instead of storing it. On 2 CPU cores
 this made the attention scores about 8x faster at inference (batch 64) than plain broadcasting,
-and memory is O(batch * T * d) plus one block.
+and memory is O(batch * T * d) plus one block. The block's tanh is taken as 2 sigmoid(2x) - 1
+(:func:`tanh_by_sigmoid_`): PyTorch's CPU ``tanh`` ran at 1.5 ns per element on 2 threads here, its
+``sigmoid`` at 0.2, and the tanh was 44% of the PSA chunker's batch-64 tagging time. The identity is exact;
+in float32 the result is within 2e-7 of the true tanh (PyTorch's: 3e-8), an absolute error, which is what
+w^T tanh(.) sums.
 """
 
 from __future__ import annotations
@@ -113,6 +117,12 @@ def _blocks(batch: int, t: int, d: int):
             yield slice(b0, b0 + 1), slice(i0, i0 + step)
 
 
+def tanh_by_sigmoid_(x: Tensor) -> Tensor:
+    """tanh(x) = 2 sigmoid(2x) - 1, in place: four vectorised passes, about 4x faster than ``torch.tanh_``
+    on CPU; within 2e-7 of tanh in float32 (see the module)."""
+    return x.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
+
+
 class AdditiveScores(torch.autograd.Function):
     """scores[b, i, j] = w^T tanh(q[b, i] + k[b, j]): (batch, T, d), (batch, T, d), (d,) -> (batch, T, T)."""
 
@@ -121,7 +131,7 @@ class AdditiveScores(torch.autograd.Function):
         b, t, d = q.shape
         out = q.new_empty(b, t, t)
         for bs, qs in _blocks(b, t, d):
-            h = torch.tanh_(q[bs, qs, None] + k[bs, None])  # (rows, queries, T, d)
+            h = tanh_by_sigmoid_(q[bs, qs, None] + k[bs, None])  # (rows, queries, T, d)
             out[bs, qs] = h @ w
         ctx.save_for_backward(q, k, w)
         return out
@@ -132,7 +142,7 @@ class AdditiveScores(torch.autograd.Function):
         b, t, d = q.shape
         grad_q, grad_k, grad_w = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(w)
         for bs, qs in _blocks(b, t, d):
-            h = torch.tanh_(q[bs, qs, None] + k[bs, None])  # (rows, queries, T, d), recomputed
+            h = tanh_by_sigmoid_(q[bs, qs, None] + k[bs, None])  # (rows, queries, T, d), recomputed
             g = grad[bs, qs].unsqueeze(-1)  # (rows, queries, T, 1)
             grad_w += g.reshape(-1) @ h.reshape(-1, d)  # sum over pairs of g_ij * h_ij
             dh = h.mul_(h).neg_().add_(1.0).mul_(g).mul_(w)  # g_ij * w * (1 - h_ij^2), in place
@@ -305,7 +315,7 @@ class PositionAwareAttention(nn.Module):
         key = self.w2(x)    # (batch, T, d): W2 x_j + b
         w = self.score.weight.squeeze(0)  # (d,)
         if torch.jit.is_tracing():  # export: in one piece (the blocks are sized from the data)
-            scores = torch.tanh(query[:, :, None] + key[:, None]) @ w  # (batch, T, T)
+            scores = tanh_by_sigmoid_(query[:, :, None] + key[:, None]) @ w  # (batch, T, T), as the blocks
         else:
             scores = AdditiveScores.apply(query, key, w)  # (batch, T, T)
 
