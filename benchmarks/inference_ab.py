@@ -9,7 +9,7 @@ Levers: ``char-memo``: the char encoders' inference memo (``seqlab.features.char
 four lookups (``seqlab.encoders.flat.LENGTH_TABLE_ELEMENTS`` = 0); ``max-only-viterbi``: the NumPy Viterbi's
 forward of maxima only with pointers recomputed on the way back, for batches from ``seqlab.viterbi.MAX_ONLY_FROM``
 elements, against pointers kept at every step at every batch size; ``psa-tanh``: PSA's additive scores with
-tanh as 2 sigmoid(2x) - 1 (``seqlab.encoders.psa.tanh_by_sigmoid_``) against ``torch.tanh_``.
+``torch.tanh_`` (A, ``benchmarks/psa_reference.py``) against the sigmoid identity (B, ``seqlab.encoders.psa``).
 
 Each repetition tags the whole of DATA (a labeled file in the model's format) at each batch size with
 ``predict_tags``, and with ``--text`` each sentence as a raw string through ``Tagger.predict`` (batch 1), with
@@ -33,6 +33,7 @@ import torch
 import seqlab.viterbi as viterbi_module
 from seqlab.encoders import flat as flat_module
 from seqlab.encoders import psa as psa_module
+from psa_reference import TanhAdditiveScores
 from seqlab.features.chars import CharFeatures
 from seqlab.tagger import Tagger
 
@@ -63,7 +64,7 @@ def main() -> None:
     assert memos or args.lever != "char-memo", "the model has no char features"
     original, length_table = CharFeatures._memoised, flat_module.LENGTH_TABLE_ELEMENTS
     max_only_from = viterbi_module.MAX_ONLY_FROM
-    tanh = psa_module.tanh_by_sigmoid_
+    scores = psa_module.AdditiveScores
 
     def off(self, chars):
         return self.encoder(chars)
@@ -72,7 +73,7 @@ def main() -> None:
         CharFeatures._memoised = original if on or args.lever != "char-memo" else off
         flat_module.LENGTH_TABLE_ELEMENTS = length_table if on or args.lever != "flat-lengths" else 0
         viterbi_module.MAX_ONLY_FROM = max_only_from if on or args.lever != "max-only-viterbi" else 2**62
-        psa_module.tanh_by_sigmoid_ = tanh if on or args.lever != "psa-tanh" else torch.tanh_
+        psa_module.AdditiveScores = scores if on or args.lever != "psa-tanh" else TanhAdditiveScores
 
     runs: dict[str, dict[str, list[float]]] = {}
     tags: dict[str, list] = {}

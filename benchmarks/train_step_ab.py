@@ -13,7 +13,8 @@ whole heap seen by the garbage collector (A) against frozen after loading (B, ``
 :func:`seqlab.heap.freeze_loaded` does; the same model twice, so the weights stay the same bits);
 ``bilstm-pair``: a one-layer BiLSTM's batches without padding through two one-way kernel calls (A) against one
 bidirectional call on the same parameters (B; other roundings, so the weights drift apart over the steps);
-``psa-tanh`` (with a PSA ``--config``): PSA's additive scores with ``torch.tanh_`` (A) against 2 sigmoid(2x) - 1 (B).
+``psa-tanh`` (with a PSA ``--config``): PSA's additive scores with ``torch.tanh_`` (A, ``psa_reference.py``) against
+the sigmoid identity (B).
 A and B are built once (seed 1 each, each with its own random stream for dropout) and take 20 warm-up
 steps; each repetition then runs the next ``--steps`` batches through both, in blocks of 10 steps in the order
 ABBA..., so that this host's drift falls on both alike. Prints ms per step, the largest weight difference
@@ -38,6 +39,7 @@ from seqlab.data.corpus import load_corpus
 from seqlab.dropout import Dropout
 from seqlab.encoders import flat as flat_module
 from seqlab.encoders import psa as psa_module
+from psa_reference import TanhAdditiveScores
 from seqlab.lstm import BiLSTM
 from seqlab.optim import NAdam
 from seqlab.tagger import Tagger
@@ -47,7 +49,7 @@ from seqlab.training import make_optimizer, seed_everything, train_step
 BLOCK = 10  # training steps per interleaved block
 LENGTH_TABLE = flat_module.LENGTH_TABLE_ELEMENTS
 FUSED = BiLSTM._fused
-TANH = psa_module.tanh_by_sigmoid_
+SCORES = psa_module.AdditiveScores
 
 
 def per_direction_with_gradients(self, x, lengths):
@@ -60,7 +62,7 @@ def set_lever(lever: str, on: bool) -> None:
     partition.CPU_NUMPY = on if lever == "crf-numpy" else True
     flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
     BiLSTM._fused = per_direction_with_gradients if lever == "bilstm-pair" and not on else FUSED
-    psa_module.tanh_by_sigmoid_ = torch.tanh_ if lever == "psa-tanh" and not on else TANH
+    psa_module.AdditiveScores = TanhAdditiveScores if lever == "psa-tanh" and not on else SCORES
     if lever == "gc-freeze":
         (gc.freeze if on else gc.unfreeze)()
 
