@@ -10,6 +10,7 @@
     seqlab attention MODEL "a sentence" --out heat.png
     seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N] [--threads N] [--engine torch|onnxruntime] [--no-access-log]
         [--max-sentences N] [--max-chars N] [--max-body-bytes N] [--worker-timeout SECONDS]
+        [--worker-start-timeout SECONDS]
     seqlab export MODEL --format onnx --out model.onnx      (or --format torchscript --out model.pt)
     seqlab demo --out DIR
 Bad input prints one line ``error: ...`` and exits with code 2.
@@ -174,10 +175,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-wait-ms", type=_wait, default=5.0, help="how long a request waits for others to join")
     v.add_argument("--workers", type=_workers, default=1,
                    help="server processes sharing the port, each with the model and its own micro-batching")
-    from seqlab.supervisor import WORKER_TIMEOUT_RANGE, WORKER_TIMEOUT_S
+    from seqlab.supervisor import (WORKER_START_TIMEOUT_RANGE, WORKER_START_TIMEOUT_S, WORKER_TIMEOUT_RANGE,
+                                   WORKER_TIMEOUT_S)
     v.add_argument("--worker-timeout", type=_int_in(*WORKER_TIMEOUT_RANGE), default=WORKER_TIMEOUT_S,
                    metavar="SECONDS", help="with --workers 2 or more: a worker whose event loop sends no heartbeat "
                                            "for this long is killed and replaced (default %(default)s; 0: never)")
+    v.add_argument("--worker-start-timeout", type=_int_in(*WORKER_START_TIMEOUT_RANGE),
+                   default=WORKER_START_TIMEOUT_S, metavar="SECONDS",
+                   help="with --workers 2 or more: a worker that has not finished starting (loading its model) "
+                        "after this long is killed and replaced (default %(default)s; 0: never)")
     v.add_argument("--threads", type=_workers, default=None,
                    help="intra-op threads of the network (default: the CPU threads less one, at least 1: the "
                         "HTTP event loop needs a core of its own)")
@@ -372,9 +378,10 @@ def cmd_export(args) -> None:
 
 def cmd_serve(args) -> None:
     from seqlab.serve import Limits, run_server
+    from seqlab.supervisor import Watchdog
     run_server(args.model, args.host, args.port, args.max_batch, args.max_wait_ms, args.workers, args.engine,
                args.threads, args.access_log, Limits(args.max_sentences, args.max_chars, args.max_body_bytes),
-               args.worker_timeout)
+               Watchdog(args.worker_timeout, args.worker_start_timeout))
 
 
 def cmd_demo(args) -> None:

@@ -75,3 +75,8 @@ class Pulse:
         if count != self._seen:
             self._seen, self._moved_at = count, now
         return 0.0 if self._moved_at is None else now - self._moved_at
+
+    @property
+    def beating(self) -> bool:
+        """Whether the parent has seen a first beat (as of the last :meth:`silent_s`): the worker has started."""
+        return self._moved_at is not None

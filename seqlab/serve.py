@@ -18,7 +18,8 @@ on Linux each worker listens on its own ``SO_REUSEPORT`` socket, so the kernel s
 ones included, over the workers; each worker imports :func:`app_from_env` by name and builds its own app,
 model and micro-batcher from the ``SEQLAB_SERVE_*`` variables the parent set). SIGTERM to the parent stops
 every worker gracefully (requests in flight finish) and the parent exits with status 0. A worker whose event
-loop sends no heartbeat for ``--worker-timeout`` seconds is killed and replaced (:mod:`seqlab.heartbeat`).
+loop sends no heartbeat for ``--worker-timeout`` seconds, or that has not started after
+``--worker-start-timeout`` seconds, is killed and replaced (:mod:`seqlab.heartbeat`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from seqlab.batcher import MicroBatcher
 from seqlab.errors import SeqlabError
 from seqlab.heap import freeze_loaded
+from seqlab.supervisor import Watchdog
 from seqlab.tagger import Tagger
 
 
@@ -261,13 +263,13 @@ def app_from_env():
 
 def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0,
                workers: int = 1, engine: str = "torch", threads: int | None = None, access_log: bool = True,
-               limits: Limits = Limits(), worker_timeout_s: float = 60) -> None:
+               limits: Limits = Limits(), watchdog: Watchdog = Watchdog()) -> None:
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
     process would end with -15). With ``workers`` > 1, that many processes serve the port
     (:func:`app_from_env`); the signal goes to the parent, which stops them all, and which kills and replaces
-    a worker that sends no heartbeat for ``worker_timeout_s`` seconds (0: never). With one process there is
-    no parent to do that, and ``worker_timeout_s`` has no effect.
+    a worker that the ``watchdog`` judges hung (no heartbeat for its ``timeout_s``, or not started after its
+    ``start_timeout_s``). With one process there is no parent to do that, and ``watchdog`` has no effect.
 
     ``threads``: the network's intra-op threads, shared out among the workers. The default leaves one of
     PyTorch's threads to the event loop (HTTP, JSON): under 16 concurrent clients on 2 cores the network on one
@@ -280,7 +282,7 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     threads = threads or max(1, torch.get_num_threads() - 1)
     if workers > 1:
         _run_workers(model, host, port, max_batch, max_wait_ms, workers, engine, threads, access_log, limits,
-                     worker_timeout_s)
+                     watchdog)
         return
     torch.set_num_threads(threads)
     import contextlib
@@ -303,7 +305,7 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
 
 def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
                  workers: int, engine: str = "torch", threads: int = 1, access_log: bool = True,
-                 limits: Limits = Limits(), worker_timeout_s: float = 60) -> None:
+                 limits: Limits = Limits(), watchdog: Watchdog = Watchdog()) -> None:
     """``workers`` spawned processes serving the port (:mod:`seqlab.supervisor`), each building its app from
     :func:`app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A worker
     that fails to start (its model loading, after the parent's own check passed) stops them all, and this
@@ -317,4 +319,4 @@ def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: 
                        ENV_MAX_WAIT_MS: repr(max_wait_ms), ENV_LIMITS: limits.to_env(),
                        ENV_THREADS: str(max(1, threads // workers))})
     from seqlab.supervisor import supervise
-    supervise(workers, host, port, access_log, worker_timeout_s)
+    supervise(workers, host, port, access_log, watchdog)

@@ -20,10 +20,12 @@ model cannot be loaded: uvicorn's start-up failure status) and, on SIGTERM or SI
 SIGTERM (uvicorn's graceful shutdown: requests in flight finish) and waits for them.
 
 A worker that hangs without dying is found by its heartbeat (:mod:`seqlab.heartbeat`): once started, each
-worker's event loop counts in shared memory, and a worker whose count has not moved for ``worker_timeout_s``
+worker's event loop counts in shared memory, and a worker whose count has not moved for ``timeout_s``
 (``--worker-timeout``; 0 turns this off) is killed with SIGKILL and replaced, with one warning line. Until its
-first beat a worker is loading its model and is not judged. A worker that hangs during a graceful shutdown is
-killed the same way, so that the parent does not wait for it forever.
+first beat a worker is loading its model: it is judged by ``--worker-start-timeout`` instead (default 300 s;
+0 turns this off), so that one stuck while starting (a hung network file system, a lock) is replaced too. A
+worker that hangs during a graceful shutdown is killed the same way, so that the parent does not wait for
+it forever.
 
 Replacements are spaced out (:mod:`seqlab.backoff`): a worker that ends soon after it started is replaced
 after 0.5 s, then 1, 2, 4 ... s (at most 30) if its replacements keep ending as soon; one that ran 30 s is
@@ -55,6 +57,17 @@ REUSE_PORT = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT"
 #: ``--worker-timeout``: seconds without a heartbeat before a worker is killed (0: never), and its range.
 WORKER_TIMEOUT_S = 60
 WORKER_TIMEOUT_RANGE = (0, 3600)
+#: ``--worker-start-timeout``: seconds a worker may take to its first heartbeat (0: any), and its range.
+WORKER_START_TIMEOUT_S = 300
+WORKER_START_TIMEOUT_RANGE = (0, 86400)
+
+
+@dataclass(frozen=True)
+class Watchdog:
+    """When the parent judges a worker hung: ``timeout_s`` without a heartbeat once it beats, ``start_timeout_s``
+    from its start to its first beat; 0 turns either off."""
+    timeout_s: float = WORKER_TIMEOUT_S
+    start_timeout_s: float = WORKER_START_TIMEOUT_S
 
 
 def bound_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
@@ -101,16 +114,23 @@ class _Slot:
     restart_at: float = 0.0
     backoff: Backoff = field(default_factory=Backoff)
 
-    def hung(self, timeout_s: float, now: float) -> bool:
-        """Whether this slot's running worker has sent no heartbeat for ``timeout_s`` (0: never judged)."""
-        return (timeout_s > 0 and self.process is not None and self.process.exitcode is None
-                and self.pulse is not None and self.pulse.silent_s(now) > timeout_s)
+    def hang(self, watchdog: Watchdog, now: float) -> str | None:
+        """Why this slot's running worker is judged hung (for the log line), or None."""
+        if self.process is None or self.process.exitcode is not None or self.pulse is None:
+            return None
+        silent = self.pulse.silent_s(now)
+        if self.pulse.beating:
+            if watchdog.timeout_s > 0 and silent > watchdog.timeout_s:
+                return f"sent no heartbeat for {watchdog.timeout_s:g} s (--worker-timeout)"
+        elif watchdog.start_timeout_s > 0 and now - self.started_at > watchdog.start_timeout_s:
+            return f"did not finish starting in {watchdog.start_timeout_s:g} s (--worker-start-timeout)"
+        return None
 
 
-def supervise(workers: int, host: str, port: int, access_log: bool = True,
-              worker_timeout_s: float = WORKER_TIMEOUT_S, poll_s: float = 0.2) -> None:
+def supervise(workers: int, host: str, port: int, access_log: bool = True, watchdog: Watchdog = Watchdog(),
+              poll_s: float = 0.2) -> None:
     """Run ``workers`` worker processes on (host, port) until SIGTERM or SIGINT, then stop them gracefully.
-    A worker silent for ``worker_timeout_s`` is killed and replaced. Raises SeqlabError if the port cannot be
+    A worker the ``watchdog`` judges hung is killed and replaced. Raises SeqlabError if the port cannot be
     had or a worker fails to start."""
     from uvicorn.config import STARTUP_FAILURE  # what app_from_env exits with when it cannot build the app
     reserve = bound_socket(host, port, REUSE_PORT)
@@ -119,7 +139,7 @@ def supervise(workers: int, host: str, port: int, access_log: bool = True,
         reserve.listen(2048)
         shared = reserve
     spawn = multiprocessing.get_context("spawn")  # fresh interpreters: no copy of the parent's threads or model
-    interval_s = interval_for(worker_timeout_s)
+    interval_s = interval_for(watchdog.timeout_s)
 
     def start(slot: _Slot) -> None:
         counter = spawn.RawValue("Q", 0)  # a fresh count for each process: see seqlab.heartbeat
@@ -149,11 +169,10 @@ def supervise(workers: int, host: str, port: int, access_log: bool = True,
                 if slot.process is None:
                     if time.monotonic() >= slot.restart_at:
                         start(slot)
-                elif slot.hung(worker_timeout_s, time.monotonic()):
+                elif why := slot.hang(watchdog, time.monotonic()):
                     slot.process.kill()
                     slot.process.join()
-                    replace(slot, f"Worker process [{slot.process.pid}] sent no heartbeat for "
-                                  f"{worker_timeout_s:g} s (--worker-timeout); killed it")
+                    replace(slot, f"Worker process [{slot.process.pid}] {why}; killed it")
                 elif slot.process.exitcode == STARTUP_FAILURE:
                     failed = True
                     stop.set()
@@ -161,7 +180,7 @@ def supervise(workers: int, host: str, port: int, access_log: bool = True,
                     process = slot.process
                     replace(slot, f"Worker process [{process.pid}] ended with status {process.exitcode}")
     finally:
-        _stop_workers(slots, worker_timeout_s, poll_s)
+        _stop_workers(slots, watchdog, poll_s)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         reserve.close()
@@ -170,7 +189,7 @@ def supervise(workers: int, host: str, port: int, access_log: bool = True,
         raise SeqlabError("serve --workers: a worker process failed to start (its error is logged above)")
 
 
-def _stop_workers(slots: list[_Slot], worker_timeout_s: float, poll_s: float) -> None:
+def _stop_workers(slots: list[_Slot], watchdog: Watchdog, poll_s: float) -> None:
     """SIGTERM to every running worker (uvicorn finishes the requests in flight, then exits), and wait for
     them; one that stops sending heartbeats meanwhile is hung and gets SIGKILL."""
     running = [slot for slot in slots if slot.process is not None]
@@ -179,9 +198,9 @@ def _stop_workers(slots: list[_Slot], worker_timeout_s: float, poll_s: float) ->
             slot.process.terminate()
     while running:
         for slot in running:
-            if slot.hung(worker_timeout_s, time.monotonic()):
-                log.warning("Worker process [%d] sent no heartbeat for %g s while stopping; killing it",
-                            slot.process.pid, worker_timeout_s)
+            why = slot.hang(watchdog, time.monotonic())
+            if why:
+                log.warning("Worker process [%d] %s while stopping; killing it", slot.process.pid, why)
                 slot.process.kill()
                 slot.process.join()
         running = [slot for slot in running if slot.process.exitcode is None]

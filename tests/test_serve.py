@@ -515,16 +515,77 @@ def test_heartbeats_come_from_the_event_loop_once_the_app_has_started():
     assert pulse.silent_s(now=105.0) == 0
 
 
-@pytest.mark.parametrize("value,needle", [("-1", "0..3600"), ("ten", "0..3600"), ("3601", "0..3600"),
-                                          ("1.5", "0..3600")])
-def test_a_bad_worker_timeout_is_one_line_and_exit_2(value, needle, capsys):
+@pytest.mark.parametrize("flag,value,needle", [
+    ("--worker-timeout", "-1", "0..3600"), ("--worker-timeout", "ten", "0..3600"),
+    ("--worker-timeout", "3601", "0..3600"), ("--worker-timeout", "1.5", "0..3600"),
+    ("--worker-start-timeout", "-5", "0..86400"), ("--worker-start-timeout", "86401", "0..86400"),
+    ("--worker-start-timeout", "soon", "0..86400")])
+def test_a_bad_worker_timeout_is_one_line_and_exit_2(flag, value, needle, capsys):
     from seqlab.cli import main
     with pytest.raises(SystemExit) as stop:
-        main(["-q", "serve", "m", "--workers", "2", "--worker-timeout", value])
+        main(["-q", "serve", "m", "--workers", "2", flag, value])
     assert stop.value.code == 2
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "--worker-timeout" in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith("error: ") and flag in lines[0], lines
     assert needle in lines[0] and value in lines[0]
+
+
+def test_the_watchdog_judges_a_starting_worker_by_its_start_timeout_then_by_heartbeats():
+    """Before its first beat a worker is judged by start_timeout_s from its start (0: never); after it, by
+    timeout_s of silence; a worker that has ended is not judged at all."""
+    from types import SimpleNamespace
+
+    from seqlab.heartbeat import Pulse
+    from seqlab.supervisor import Watchdog, _Slot
+    counter = SimpleNamespace(value=0)
+    slot = _Slot(process=SimpleNamespace(exitcode=None), pulse=Pulse(counter), started_at=100.0)
+    watchdog = Watchdog(timeout_s=2, start_timeout_s=5)
+    assert slot.hang(watchdog, 104.9) is None  # loading its model
+    assert slot.hang(Watchdog(timeout_s=2, start_timeout_s=0), 1e6) is None  # never judged while starting
+    assert slot.hang(watchdog, 105.5) == "did not finish starting in 5 s (--worker-start-timeout)"
+    counter.value = 1  # its first beat, seen at 106: from then on, judged by heartbeats only
+    assert slot.hang(watchdog, 106.0) is None and slot.hang(watchdog, 107.5) is None
+    assert slot.hang(watchdog, 108.5) == "sent no heartbeat for 2 s (--worker-timeout)"
+    assert slot.hang(Watchdog(timeout_s=0, start_timeout_s=5), 1e6) is None
+    slot.process.exitcode = -9
+    assert slot.hang(watchdog, 1e6) is None
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc for the worker processes")
+def test_a_worker_stuck_while_starting_is_killed_after_the_start_timeout(shared_tiny_model, tmp_path):
+    """A replacement worker stopped (SIGSTOP) before its first heartbeat, as one stuck loading its model, is
+    killed after --worker-start-timeout, said so in one line, and replaced; the service has two workers again."""
+    import os
+    import signal
+    import time
+    import urllib.request
+    log = tmp_path / "serve.log"
+    server, base = _start_workers(shared_tiny_model[1], log, "--no-access-log", "--worker-start-timeout", "15")
+    stuck = None
+    try:
+        known = _worker_pids(server)
+        os.kill(min(known), signal.SIGKILL)  # its replacement comes after a 0.5 s wait
+        deadline = time.monotonic() + 60
+        while not (_worker_pids(server) - known):  # caught within milliseconds of its spawn, long before it serves
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.005)
+        stuck = min(_worker_pids(server) - known)
+        os.kill(stuck, signal.SIGSTOP)
+        line = f"Worker process [{stuck}] did not finish starting in 15 s (--worker-start-timeout); killed it"
+        deadline = time.monotonic() + 90
+        while line not in log.read_text() or log.read_text().count("Application startup complete") < 3:
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        assert not _running(stuck) and len(_worker_pids(server)) == 2
+        assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+        if stuck is not None and _running(stuck):
+            os.kill(stuck, signal.SIGKILL)
+    assert "Traceback" not in log.read_text()
 
 
 def _worker_pids(server) -> set[int]:
@@ -570,7 +631,7 @@ def test_a_hung_worker_is_killed_and_replaced(shared_tiny_model, tmp_path):
         if victim is not None and _running(victim):
             os.kill(victim, signal.SIGKILL)
     text = log.read_text()
-    assert f"Worker process [{victim}] sent no heartbeat for 2 s while stopping; killing it" in text
+    assert f"Worker process [{victim}] sent no heartbeat for 2 s (--worker-timeout) while stopping; killing it" in text
     assert text.count("sent no heartbeat") == 2 and "Traceback" not in text
 
 
