@@ -38,6 +38,7 @@ from seqlab.data.splitting import split_long
 from seqlab.devices import resolve_device
 from seqlab.distributed import Ranks
 from seqlab.errors import SeqlabError
+from seqlab.features.base import FeatureModule
 from seqlab.io import append_line, atomic_write_json, atomic_write_text, recover_dir
 from seqlab.metrics import Scores
 from seqlab.optim import NAdam
@@ -217,6 +218,9 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
              tagger.train_scheme, sum(p.numel() for p in params))
 
     speeds = []
+    features = [m for m in net.modules() if isinstance(m, FeatureModule)]
+    for feature in features:  # dev scoring sees the same sentences every epoch (seqlab.features.contextual)
+        feature.remember_for_scoring(True)
     while state["epoch"] < cfg.max_epochs and state["bad_epochs"] < cfg.patience:
         epoch = state["epoch"]
         done = state.get("steps")  # optimiser steps before this epoch; None in checkpoints older than the count
@@ -274,6 +278,8 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
                  value, " *" if state["best_epoch"] == epoch + 1 else "", train_seconds, record["sentences_per_s"])
         state = ranks.broadcast(state)
 
+    for feature in features:
+        feature.remember_for_scoring(False)
     if not ranks.main:
         return None
 

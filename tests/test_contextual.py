@@ -137,3 +137,34 @@ def test_training_memo_runs_each_window_once_and_changes_nothing(featurizers):
     torch.testing.assert_close(off(batch.features["ctx"], Context(batch.mask, batch.lengths)), plain,
                                atol=1e-5, rtol=1e-5)
     assert not off.memo
+
+
+def test_scoring_memo_runs_each_dev_window_once_while_the_trainer_keeps_it(featurizers):
+    """remember_for_scoring(True), as the trainer sets it for its dev scoring: evaluation passes under
+    inference mode run the transformer once per window and give what plain evaluation gives; the memo is
+    apart from the training memo (whose states must be normal tensors), and off drops it."""
+    f = ContextualConfig(pooling="max", max_subwords=12).build("ctx")
+    f.fit([], [], 1)
+    sentences = [Sentence(["Yes", "."]), Sentence(("the pound fell sharply against the dollar ," * 2).split())]
+    items = [Encoded(len(s.tokens), {"ctx": f.encode(s)}) for s in sentences]
+    module = f.module().eval()
+    seen = []
+    run_model = module._run
+    module._run = lambda ids, attention: seen.append(len(ids)) or run_model(ids, attention)
+    batch = collate(items, [0, 1], {"ctx": f})
+
+    def embed():
+        with torch.inference_mode():
+            return module(batch.features["ctx"], Context(batch.mask, batch.lengths))
+
+    plain = embed()
+    module.remember_for_scoring(True)
+    first, again = embed(), embed()
+    assert seen == [3, 3] and len(module.scoring_memo) == 3  # the plain pass, then one pass for both
+    torch.testing.assert_close(first, plain, atol=1e-5, rtol=1e-5)
+    assert torch.equal(again, first)
+    module.train()
+    trained = module(batch.features["ctx"], Context(batch.mask, batch.lengths))
+    assert seen == [3, 3, 3] and len(module.memo) == 3 and not trained.is_inference()  # its own memo
+    module.remember_for_scoring(False)
+    assert module.scoring_memo is None

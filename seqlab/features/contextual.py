@@ -4,8 +4,10 @@ Each word is split into sub-words; the sentence (in windows of at most ``max_sub
 long sentences) goes through the model once per batch without gradients; the hidden states of the chosen
 layers are averaged, and each word's sub-word states are pooled into one vector (its first sub-word, the
 mean or the max). In training, each window's states are kept in a memo (up to ``cache_mb``), so the
-transformer runs once per training sentence, not once per epoch; evaluation and prediction always run it,
-so what a model predicts does not depend on the memo. The transformer is never fine-tuned and its weights are
+transformer runs once per training sentence, not once per epoch; the trainer's dev scoring after each epoch
+keeps its own memo (up to ``cache_mb`` more; :meth:`FeatureModule.remember_for_scoring`), so the dev
+sentences too go through the transformer once per run. Evaluation and prediction otherwise always run it,
+so what a saved model predicts does not depend on a memo. The transformer is never fine-tuned and its weights are
 not saved in seqlab's model folder: the folder records the model's path and size, and loading needs that
 folder on disk. Nothing is downloaded: a missing folder is an error naming the path.
 
@@ -48,7 +50,7 @@ class ContextualConfig(FeatureConfig):
                                                               "(the model's position limit)")
     cache_mb: int = Field(2048, ge=0, le=1_048_576,
                           description="memory (MiB, on the training device) for the training-time memo of each "
-                                      "window's states; 0 turns it off")
+                                      "window's states, and as much for the dev scoring's; 0 turns both off")
 
     def output_dim(self) -> int:
         return self.dim
@@ -87,6 +89,24 @@ def _load(spec: str, key: str):
     return tokenizer, model.eval()
 
 
+class WindowMemo:
+    """Transformer states by window: a window's sub-word ids (int64 bytes) -> (subwords, dim), up to
+    ``cap_bytes`` of states; windows beyond it are computed again each time."""
+
+    def __init__(self, cap_bytes: int):
+        self.cap_bytes, self.used_bytes = cap_bytes, 0
+        self.states: dict[bytes, Tensor] = {}
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def add(self, key: bytes, states: Tensor) -> None:
+        size = states.numel() * states.element_size()
+        if self.used_bytes + size <= self.cap_bytes:
+            self.states[key] = states
+            self.used_bytes += size
+
+
 class ContextualEmbedding(FeatureModule):
     """Runs the frozen transformer and pools sub-words into words: (batch, seq_len, dim)."""
 
@@ -95,8 +115,11 @@ class ContextualEmbedding(FeatureModule):
         object.__setattr__(self, "transformer", model)  # not a submodule: never saved, trained or put in train mode
         self.layers, self.pooling, self.output_dim = layers, pooling, dim
         self.cache_bytes = cache_mb * 2**20
-        self.memo: dict[bytes, Tensor] = {}  # a window's sub-word ids -> its states (subwords, dim); training only
-        self.memo_bytes = 0
+        self.memo = WindowMemo(self.cache_bytes)  # training passes
+        self.scoring_memo: WindowMemo | None = None  # the trainer's dev scoring, while it is on
+
+    def remember_for_scoring(self, on: bool) -> None:
+        self.scoring_memo = WindowMemo(self.cache_bytes) if on and self.cache_bytes else None
 
     def _run(self, ids: Tensor, attention: Tensor) -> Tensor:
         """(windows, width) -> the mean of the chosen hidden layers, (windows, width, dim)."""
@@ -107,13 +130,13 @@ class ContextualEmbedding(FeatureModule):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
             return torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)
 
-    def _memoized(self, ids: Tensor, attention: Tensor) -> Tensor:
-        """As :meth:`_run`, running the transformer only on windows not in the memo, and adding those
+    def _memoized(self, ids: Tensor, attention: Tensor, memo: "WindowMemo") -> Tensor:
+        """As :meth:`_run`, running the transformer only on windows not in ``memo``, and adding those
         while the memo has room. Padding positions are zero (pooling never reads them)."""
         lengths = attention.sum(1).tolist()
         rows = ids.cpu().numpy()
         keys = [rows[w, :n].tobytes() for w, n in enumerate(lengths)]
-        found = [self.memo.get(k) for k in keys]
+        found = [memo.states.get(k) for k in keys]
         missing = [w for w, hit in enumerate(found) if hit is None]
         if missing:
             pick = torch.tensor(missing, device=ids.device)
@@ -121,17 +144,16 @@ class ContextualEmbedding(FeatureModule):
             fresh = self._run(ids[pick, :width], attention[pick, :width])  # (missing, width, dim)
             for j, w in enumerate(missing):
                 found[w] = states = fresh[j, : lengths[w]].clone()  # (subwords, dim), not a view of the batch
-                size = states.numel() * states.element_size()
-                if self.memo_bytes + size <= self.cache_bytes:
-                    self.memo[keys[w]] = states
-                    self.memo_bytes += size
+                memo.add(keys[w], states)
         out = pad_sequence(found, batch_first=True)  # (windows, longest, dim)
         return nn.functional.pad(out, (0, 0, 0, ids.shape[1] - out.shape[1]))  # (windows, width, dim)
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
         ids, attention = inputs["ids"], inputs["attention"]  # (windows, subwords)
         if self.training and self.cache_bytes:
-            states = self._memoized(ids, attention)  # (windows, subwords, dim)
+            states = self._memoized(ids, attention, self.memo)  # (windows, subwords, dim)
+        elif self.scoring_memo is not None:  # kept apart: made in inference mode, for inference mode
+            states = self._memoized(ids, attention, self.scoring_memo)
         else:
             states = self._run(ids, attention)  # (windows, subwords, dim)
         flat = states.reshape(-1, states.shape[-1])  # (windows * subwords, dim)
