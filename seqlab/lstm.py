@@ -8,10 +8,10 @@ equals a bidirectional LSTM over packed sequences on every real position.
 Which kernel runs: with gradients (training), the padded rows always go through the fused kernel,
 1.4x faster on CPU than packed sequences (char BiLSTM, batch 10, forward + backward); a one-layer batch
 without padding goes through one bidirectional call on the same parameters (the same outputs and gradients,
-to rounding). Without gradients (inference) and with ``packed_inference=True``, a bidirectional ``nn.LSTM`` holding a
-copy of the weights runs once over packed sequences instead: 1.5-2x faster for char BiLSTMs, whose
-rows mix short and long words (CoNLL-2000 test words at batch 1, 10 and 64), but slower for the word
-BiLSTM, whose batches are length-bucketed and hardly padded. Both give the same real steps.
+to rounding). Without gradients (inference) and with ``packed_inference=True``, a bidirectional
+``nn.LSTM`` holding a copy of the weights runs once over packed sequences instead: 1.5-2x faster for char
+BiLSTMs, whose rows mix short and long words (CoNLL-2000 test words at batch 1, 10 and 64), but slower
+for the word BiLSTM, whose batches are length-bucketed and hardly padded. Both give the same real steps.
 """
 
 from __future__ import annotations
