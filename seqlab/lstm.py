@@ -97,14 +97,20 @@ class BiLSTM(nn.Module):
             out_b = gather_steps(out_b, index)
         return out_f, out_b
 
+    def bidirectional_parameters(self) -> list[tuple[str, nn.Parameter]]:
+        """These weights under their names in a bidirectional ``nn.LSTM`` of the same shape: the forward
+        layer's weight_ih_l0 as weight_ih_l{layer}, the backward one's as weight_ih_l{layer}_reverse, ..."""
+        out = []
+        for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd)):
+            for suffix, one_way in (("", fwd), ("_reverse", bwd)):
+                out += [(name.replace("_l0", f"_l{layer}") + suffix, q) for name, q in one_way.named_parameters()]
+        return out
+
     def copy_weights_into(self, bi: nn.LSTM) -> None:
         """Give a bidirectional ``nn.LSTM`` of the same shape these weights, layer by layer."""
         with torch.no_grad():
-            for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd)):
-                for name, q in fwd.named_parameters():  # weight_ih_l0 -> weight_ih_l{layer}
-                    getattr(bi, name.replace("_l0", f"_l{layer}")).copy_(q)
-                for name, q in bwd.named_parameters():  # ... -> weight_ih_l{layer}_reverse
-                    getattr(bi, name.replace("_l0", f"_l{layer}") + "_reverse").copy_(q)
+            for name, q in self.bidirectional_parameters():
+                getattr(bi, name).copy_(q)
 
     def _bidirectional_copy(self) -> nn.LSTM:
         """A packed bidirectional ``nn.LSTM`` holding a copy of the current weights, for inference: one
@@ -132,10 +138,8 @@ class BiLSTM(nn.Module):
             # on the meta device: no memory and no draws from the random generator (dropout's masks
             # stay those of a run that never builds it); every parameter is replaced below
             pair = nn.LSTM(first.input_size, first.hidden_size, batch_first=True, bidirectional=True, device="meta")
-            for name, q in first.named_parameters():
+            for name, q in self.bidirectional_parameters():  # one layer: *_l0 and *_l0_reverse
                 setattr(pair, name, q)  # nn.LSTM re-reads its flat weight list on assignment
-            for name, q in self.bwd[0].named_parameters():
-                setattr(pair, name + "_reverse", q)
             self._pair = (key, pair)
         return self._pair[1]
 

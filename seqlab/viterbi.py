@@ -114,7 +114,7 @@ def _viterbi_max_only(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndar
     rows = np.arange(batch)
     tag = final.argmax(1)  # (batch,)
     best_score = final[rows, tag]
-    sources = np.ascontiguousarray(trans.T, dtype=dtype)  # (to, from): row j holds the moves into j
+    sources = into[0].numpy()  # (to, from): row j holds the moves into j
     tags = np.zeros((batch, seq_len), dtype=np.int64)
     for t in range(steps - 1, -1, -1):
         if t >= full:

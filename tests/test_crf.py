@@ -377,6 +377,17 @@ def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
 
 
 
+def integer_case(g: torch.Generator, num_tags: int, batch: int, seq_len: int, allowed: float | None):
+    """A CRF (a random ``allowed`` fraction of its moves, or none constrained) with small integer scores, integer
+    emissions (batch, seq_len, num_tags) and random lengths (batch,): many ties between paths."""
+    crf = CRF(num_tags, torch.rand(num_tags, num_tags, generator=g) < allowed if allowed is not None else None)
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float())
+    em = torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float()
+    return crf, em, torch.randint(1, seq_len + 1, (batch,), generator=g)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
     """Batches of (batch x tags x tags) >= seqlab.viterbi.TORCH_ADD_FROM take the PyTorch-add path of
@@ -385,12 +396,7 @@ def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
     g = torch.Generator().manual_seed(100 + seed)
     num_tags, batch, seq_len = 20 + 4 * seed, 25 + 9 * seed, 3 + 5 * seed
     assert batch * num_tags * num_tags >= TORCH_ADD_FROM
-    crf = CRF(num_tags, torch.rand(num_tags, num_tags, generator=g) < 0.8 if seed % 2 else None)
-    with torch.no_grad():
-        for p in crf.parameters():
-            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float())
-    em = torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float()
-    lengths = torch.randint(1, seq_len + 1, (batch,), generator=g)
+    crf, em, lengths = integer_case(g, num_tags, batch, seq_len, 0.8 if seed % 2 else None)
     lengths[0] = seq_len if seed % 3 else lengths[0]
     mask = torch.arange(seq_len)[None] < lengths[:, None]
     mask[:, 0] = True
@@ -407,12 +413,7 @@ def test_max_only_viterbi_equals_the_pointer_keeping_one(seed, monkeypatch):
     import seqlab.viterbi as V
     g = torch.Generator().manual_seed(300 + seed)
     num_tags, batch, seq_len = 2 + 5 * seed, 2 + 7 * seed, 1 + 4 * seed
-    crf = CRF(num_tags, torch.rand(num_tags, num_tags, generator=g) < 0.4 if seed % 2 else None)
-    with torch.no_grad():
-        for p in crf.parameters():
-            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float())
-    em = torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float()
-    lengths = torch.randint(1, seq_len + 1, (batch,), generator=g)
+    crf, em, lengths = integer_case(g, num_tags, batch, seq_len, 0.4 if seed % 2 else None)
     lengths[0] = seq_len
     if seed % 3 == 0:
         lengths[:] = seq_len  # no padding

@@ -264,10 +264,8 @@ def test_workers_share_the_port_and_sigterm_stops_them_all(shared_tiny_model, tm
     with log.open("wb") as err:
         server, base = _serve(shared_tiny_model[1], "--workers", "2", stderr=err)
     try:
-        deadline = time.monotonic() + 90
-        while log.read_text().count("Application startup complete") < 2:  # both workers serve
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.2)
+        # both workers serve
+        _wait_while(server, log, lambda: log.read_text().count("Application startup complete") < 2)
         assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
         workers = [p for p, cmd in _descendants(server.pid).items() if "spawn_main" in cmd]
         assert len(workers) == 2
@@ -337,15 +335,32 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
     assert "a worker process failed to start" in done.stderr
 
 
+def _wait_while(server, log: Path, pending, seconds: float = 90, poll: float = 0.2) -> None:
+    """Wait while ``pending()`` holds, asserting that the service is still up and the wait under ``seconds``
+    (the log's tail is the failure message)."""
+    import time
+    deadline = time.monotonic() + seconds
+    while pending():
+        assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(poll)
+
+
+def _end(server, *stopped: int | None) -> None:
+    """Cleanup after a test: kill the service if it still runs, and each stopped worker left over."""
+    import os
+    import signal
+    if server.poll() is None:
+        server.kill()
+    for pid in stopped:
+        if pid is not None and _running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _start_workers(model, log: Path, *options: str):
     """``seqlab serve MODEL --workers 2 OPTIONS`` once both workers serve: (process, base URL)."""
-    import time
     with log.open("wb") as err:
         server, base = _serve(model, "--workers", "2", *options, stderr=err)
-    deadline = time.monotonic() + 90
-    while log.read_text().count("Application startup complete") < 2:
-        assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-        time.sleep(0.2)
+    _wait_while(server, log, lambda: log.read_text().count("Application startup complete") < 2)
     return server, base
 
 
@@ -422,7 +437,6 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
     workers serve the socket they inherit."""
     import subprocess
     import sys
-    import time
     import urllib.request
     port = _free_port()
     script = ("import sys, seqlab.supervisor as s, seqlab.cli as cli\n"
@@ -433,10 +447,7 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
     with log.open("wb") as err:
         server = subprocess.Popen([sys.executable, "-c", script], env=_env(), stderr=err)
     try:
-        deadline = time.monotonic() + 90
-        while log.read_text().count("Application startup complete") < 2:
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.2)
+        _wait_while(server, log, lambda: log.read_text().count("Application startup complete") < 2)
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).read() == b'{"status":"ok"}'
         server.terminate()
         assert server.wait(timeout=60) == 0
@@ -557,7 +568,6 @@ def test_a_worker_stuck_while_starting_is_killed_after_the_start_timeout(shared_
     killed after --worker-start-timeout, said so in one line, and replaced; the service has two workers again."""
     import os
     import signal
-    import time
     import urllib.request
     log = tmp_path / "serve.log"
     server, base = _start_workers(shared_tiny_model[1], log, "--no-access-log", "--worker-start-timeout", "15")
@@ -565,26 +575,19 @@ def test_a_worker_stuck_while_starting_is_killed_after_the_start_timeout(shared_
     try:
         known = _worker_pids(server)
         os.kill(min(known), signal.SIGKILL)  # its replacement comes after a 0.5 s wait
-        deadline = time.monotonic() + 60
-        while not (_worker_pids(server) - known):  # caught within milliseconds of its spawn, long before it serves
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.005)
+        # the replacement, caught within milliseconds of its spawn, long before it serves
+        _wait_while(server, log, lambda: not (_worker_pids(server) - known), seconds=60, poll=0.005)
         stuck = min(_worker_pids(server) - known)
         os.kill(stuck, signal.SIGSTOP)
         line = f"Worker process [{stuck}] did not finish starting in 15 s (--worker-start-timeout); killed it"
-        deadline = time.monotonic() + 90
-        while line not in log.read_text() or log.read_text().count("Application startup complete") < 3:
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.2)
+        _wait_while(server, log, lambda: line not in log.read_text()
+                    or log.read_text().count("Application startup complete") < 3)
         assert not _running(stuck) and len(_worker_pids(server)) == 2
         assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0
     finally:
-        if server.poll() is None:
-            server.kill()
-        if stuck is not None and _running(stuck):
-            os.kill(stuck, signal.SIGKILL)
+        _end(server, stuck)
     assert "Traceback" not in log.read_text()
 
 
@@ -601,7 +604,6 @@ def test_a_hung_worker_is_killed_and_replaced(shared_tiny_model, tmp_path):
     import json
     import os
     import signal
-    import time
     import urllib.request
     log = tmp_path / "serve.log"
     server, base = _start_workers(shared_tiny_model[1], log, "--no-access-log", "--worker-timeout", "2")
@@ -610,10 +612,8 @@ def test_a_hung_worker_is_killed_and_replaced(shared_tiny_model, tmp_path):
         assert len(_worker_pids(server)) == 2
         victim = min(_worker_pids(server))
         os.kill(victim, signal.SIGSTOP)
-        deadline = time.monotonic() + 90
-        while _running(victim) or log.read_text().count("Application startup complete") < 3:
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.2)
+        _wait_while(server, log, lambda: _running(victim)
+                    or log.read_text().count("Application startup complete") < 3)
         assert f"Worker process [{victim}] sent no heartbeat for 2 s (--worker-timeout); killed it" in log.read_text()
         assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
         req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose ."]}',
@@ -626,10 +626,7 @@ def test_a_hung_worker_is_killed_and_replaced(shared_tiny_model, tmp_path):
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0
     finally:
-        if server.poll() is None:
-            server.kill()
-        if victim is not None and _running(victim):
-            os.kill(victim, signal.SIGKILL)
+        _end(server, victim)
     text = log.read_text()
     assert f"Worker process [{victim}] sent no heartbeat for 2 s (--worker-timeout) while stopping; killing it" in text
     assert text.count("sent no heartbeat") == 2 and "Traceback" not in text
@@ -641,7 +638,6 @@ def test_a_worker_that_keeps_dying_is_restarted_with_growing_delays(shared_tiny_
     double (0.5, 1, 2 s), and a SIGTERM during a wait stops the service, with status 0."""
     import os
     import signal
-    import time
     log = tmp_path / "serve.log"
     server, _ = _start_workers(shared_tiny_model[1], log, "--no-access-log")
     try:
@@ -650,22 +646,17 @@ def test_a_worker_that_keeps_dying_is_restarted_with_growing_delays(shared_tiny_
         for delay in ("0.5", "1", "2"):
             os.kill(victim, signal.SIGKILL)
             line = f"Worker process [{victim}] ended with status -9; starting another in {delay} s"
-            deadline = time.monotonic() + 60
-            while line not in log.read_text():
-                assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-                time.sleep(0.05)
+            _wait_while(server, log, lambda line=line: line not in log.read_text(), seconds=60, poll=0.05)
             if delay == "2":
                 break
-            while not _worker_pids(server) - known:  # the replacement, started after its wait
-                assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-                time.sleep(0.05)
+            # the replacement, started after its wait
+            _wait_while(server, log, lambda: not _worker_pids(server) - known, seconds=60, poll=0.05)
             victim = min(_worker_pids(server) - known)
             known.add(victim)
         server.send_signal(signal.SIGTERM)  # during the 2 s wait
         assert server.wait(timeout=60) == 0
     finally:
-        if server.poll() is None:
-            server.kill()
+        _end(server)
     assert "Traceback" not in log.read_text()
 
 
