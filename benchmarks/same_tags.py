@@ -2,6 +2,7 @@
 
     PYTHONPATH=/tmp/base python benchmarks/same_tags.py --out /tmp/tags-base.json MODEL:DATA ...
     PYTHONPATH=.         python benchmarks/same_tags.py --out /tmp/tags-new.json MODEL:DATA ...
+    PYTHONPATH=.         python benchmarks/same_tags.py --engine auto --out /tmp/tags-auto.json MODEL:DATA ...
     python benchmarks/same_tags.py --compare /tmp/tags-base.json /tmp/tags-new.json
 
 DATA is a labeled file in the model's format (conll or bmes). The comparison counts sentences and
@@ -17,13 +18,13 @@ import sys
 import torch
 
 
-def predict(pairs: list[str]) -> dict:
+def predict(pairs: list[str], engine: str = "torch") -> dict:
     from seqlab.data.readers import read_bmes, read_conll
     from seqlab.tagger import Tagger
     out = {}
     for pair in pairs:
         model, data = pair.rsplit(":", 1)
-        tagger = Tagger.load(model)
+        tagger = Tagger.load(model, engine=engine) if engine != "torch" else Tagger.load(model)
         if tagger.config.data.format == "bmes":
             sentences = read_bmes(data)
         else:
@@ -56,13 +57,14 @@ def main() -> None:
     p.add_argument("--out")
     p.add_argument("--compare", nargs=2)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--engine", default="torch", help="torch, onnxruntime or auto (Tagger.set_engine)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     if args.compare:
         a, b = (json.load(open(f)) for f in args.compare)
         print(json.dumps(compare(a, b), indent=2))
         return
-    result = predict(args.pairs)
+    result = predict(args.pairs, args.engine)
     json.dump(result, open(args.out, "w") if args.out else sys.stdout)
 
 

@@ -1,14 +1,14 @@
 """Command line: a thin layer over the Python API.
 
     seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...] [--nproc N]
-    seqlab evaluate MODEL DATA [--output FILE] [--engine torch|onnxruntime]
+    seqlab evaluate MODEL DATA [--output FILE] [--engine torch|onnxruntime|auto]
     seqlab calibrate MODEL DEV_DATA [--out DIR] [--bins 10]
-    seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain] [--max-length N] [--workers N] [--engine torch|onnxruntime]
+    seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain] [--max-length N] [--workers N] [--engine torch|onnxruntime|auto]
     seqlab score FILE [--scheme BIO]
     seqlab info MODEL
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
-    seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N] [--threads N] [--engine torch|onnxruntime] [--no-access-log]
+    seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N] [--threads N] [--engine torch|onnxruntime|auto] [--no-access-log]
         [--max-sentences N] [--max-chars N] [--max-body-bytes N] [--worker-timeout SECONDS]
         [--worker-start-timeout SECONDS]
     seqlab export MODEL --format onnx --out model.onnx      (or --format torchscript --out model.pt)
@@ -58,6 +58,15 @@ _length = _int_in(1, 10_000_000)
 _chunk = _int_in(1, 1_000_000)
 _workers = _int_in(1, 256)
 _bins = _int_in(2, 100)
+
+
+def _engine_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--engine", choices=["torch", "onnxruntime", "auto"], default=default,
+                        help="what runs the embedder and encoder layers: eager PyTorch; the network exported to "
+                             "onnxruntime in memory (faster on small CPU batches, slower on large ones; checked "
+                             "against torch at load); or auto: onnxruntime for batches of up to 4 sentences, "
+                             "torch for larger ones, torch alone where onnxruntime cannot run the model "
+                             "(default %(default)s)")
 
 
 def _wait(text: str) -> float:
@@ -112,9 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "conlleval does, with a warning)")
     e.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     e.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
-    e.add_argument("--engine", choices=["torch", "onnxruntime"], default="torch",
-                   help="what runs the embedder and encoder layers: eager PyTorch, or the network exported "
-                        "to onnxruntime in memory (faster on small CPU batches; checked against torch at load)")
+    _engine_argument(e, "torch")
 
     c = sub.add_parser("calibrate", help="fit the temperature of a model's confidences on a labeled file "
                                          "(held-out data, e.g. dev) and save it in the model")
@@ -134,9 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--batch-size", type=_batch)
     r.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     r.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
-    r.add_argument("--engine", choices=["torch", "onnxruntime"], default="torch",
-                   help="what runs the embedder and encoder layers: eager PyTorch, or the network exported "
-                        "to onnxruntime in memory (faster on small CPU batches; checked against torch at load)")
+    _engine_argument(r, "torch")
     r.add_argument("--chunk", type=_chunk, default=2000, help="sentences read, tagged and written at a time "
                                                               "(memory stays bounded whatever the input size)")
     r.add_argument("--max-length", type=_length, help="tag sentences longer than this many tokens in pieces "
@@ -187,9 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--threads", type=_workers, default=None,
                    help="intra-op threads of the network (default: the CPU threads less one, at least 1: the "
                         "HTTP event loop needs a core of its own)")
-    v.add_argument("--engine", choices=["torch", "onnxruntime"], default="torch",
-                   help="what runs the embedder and encoder layers: eager PyTorch, or the network exported "
-                        "to onnxruntime in memory (faster on small CPU batches; checked against torch at load)")
+    _engine_argument(v, "auto")
     from seqlab.serve import Limits
     for flag, what in [("max_sentences", "sentences in one request"),
                        ("max_chars", "characters of text or tokens in one request"),

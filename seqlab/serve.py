@@ -262,7 +262,7 @@ def app_from_env():
 
 
 def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0,
-               workers: int = 1, engine: str = "torch", threads: int | None = None, access_log: bool = True,
+               workers: int = 1, engine: str = "auto", threads: int | None = None, access_log: bool = True,
                limits: Limits = Limits(), watchdog: Watchdog = Watchdog()) -> None:
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
@@ -304,7 +304,7 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
 
 
 def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
-                 workers: int, engine: str = "torch", threads: int = 1, access_log: bool = True,
+                 workers: int, engine: str = "auto", threads: int = 1, access_log: bool = True,
                  limits: Limits = Limits(), watchdog: Watchdog = Watchdog()) -> None:
     """``workers`` spawned processes serving the port (:mod:`seqlab.supervisor`), each building its app from
     :func:`app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A worker
@@ -314,7 +314,8 @@ def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: 
         import fastapi  # noqa: F401 - fail here, in one line, rather than in every worker
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
-    Tagger.load(model, engine=engine)  # a bad model folder or engine: one error line here, before any worker
+    # a bad model folder or engine: one error line here, before any worker (auto cannot fail: no export here)
+    Tagger.load(model, engine="torch" if engine == "auto" else engine)
     os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch), ENV_ENGINE: engine,
                        ENV_MAX_WAIT_MS: repr(max_wait_ms), ENV_LIMITS: limits.to_env(),
                        ENV_THREADS: str(max(1, threads // workers))})

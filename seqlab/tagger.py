@@ -213,15 +213,17 @@ class Tagger:
         items = [encoded[i] for i in nonempty]
         batches = make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size,
                                pad_overhead=self.pad_overhead)
-        if self.engine is not None:  # pairwise tensors made in one piece: bounded by running big batches in parts
-            batches = [part for b in batches for part in self.engine.parts(b, items, self.featurizers)]
+        engine = self.engine
+        if engine is not None:  # pairwise tensors made in one piece: bounded by running big batches in parts
+            batches = [part for b in batches for part in
+                       (engine.parts(b, items, self.featurizers) if engine.takes(len(b.index)) else [b])]
         for batch in batches:
             batch = batch.to(self.device)
             with threads_for(len(batch.index), self.device):
-                if self.engine is None:
-                    out = self.net(batch, ablate, nbest)
+                if engine is not None and engine.takes(len(batch.index), ablate):
+                    out = self.net.head(*engine.run(batch, ablate), nbest)
                 else:
-                    out = self.net.head(*self.engine.run(batch, ablate), nbest)
+                    out = self.net(batch, ablate, nbest)
             best = out.decoded.tags.tolist()
             lengths = batch.lengths.tolist()
             conf = self._confidence(batch, out, [b[:n] for b, n in zip(best, lengths)]) if confidence else None
@@ -314,8 +316,10 @@ class Tagger:
         return preds
 
     def set_engine(self, name: str) -> None:
-        """Run the encoding on ``torch`` (eager, the default) or ``onnxruntime`` (exported in memory and
-        checked against the eager network first; see :mod:`seqlab.engine`) for the following predictions."""
+        """Run the encoding on ``torch`` (eager, the default), ``onnxruntime`` (exported in memory and
+        checked against the eager network first; see :mod:`seqlab.engine`) or ``auto`` (onnxruntime for
+        batches of up to :data:`seqlab.engine.AUTO_ROWS` sentences, torch for larger ones, torch alone where
+        onnxruntime cannot run the model) for the following predictions."""
         from seqlab.engine import make_engine
         self.engine = make_engine(name, self)
 
@@ -437,7 +441,7 @@ class Tagger:
                 "decoder": self.config.model.decoder.type,
                 "temperature": getattr(self.config.model.decoder, "temperature", None),  # of its confidences
                 "device": str(self.device),
-                "engine": "torch" if self.engine is None else "onnxruntime"}
+                "engine": "torch" if self.engine is None else self.engine.name}
 
 
 def _explain(published: dict[str, torch.Tensor], row: int, n: int, num_layers: int) -> list[LayerExplanation]:

@@ -82,12 +82,59 @@ def test_a_time_step_loop_is_refused_not_run_wrong(tiny_corpus):
     assert tagger.engine is None and tagger.predict_tags(sentences) == expected
 
 
+def test_auto_runs_small_batches_on_onnxruntime_and_large_ones_eagerly(shared_tiny_model, monkeypatch):
+    from seqlab.engine import AUTO_ROWS
+    path, model = shared_tiny_model
+    sentences = read_conll(path, label_column=None)
+    eager, auto = Tagger.load(model), Tagger.load(model, engine="auto")
+    assert auto.info()["engine"] == "auto" and auto.engine.max_rows == AUTO_ROWS
+    rows: list[int] = []
+    real_run = auto.engine.run
+    monkeypatch.setattr(auto.engine, "run", lambda batch, *a: rows.append(len(batch.index)) or real_run(batch, *a))
+    for batch in (1, AUTO_ROWS, AUTO_ROWS + 1, 64):
+        rows.clear()
+        _same_predictions(eager.predict(sentences, batch, nbest=2, confidence=True),
+                          auto.predict(sentences, batch, nbest=2, confidence=True))
+        if batch <= AUTO_ROWS:
+            assert rows and max(rows) <= AUTO_ROWS  # every batch through the exported graph
+        else:
+            assert rows == [] or max(rows) <= AUTO_ROWS  # only a short last batch, if any
+    assert len(sentences) > 2 * AUTO_ROWS
+    rows.clear()
+    with pytest.raises(SeqlabError, match="cannot ablate nothing"):  # the eager network's own check, not
+        auto.predict_tags(sentences, 1, ablate=["nothing"])  # onnxruntime's "use --engine torch"
+    assert rows == []
+
+
+def test_auto_runs_eagerly_where_onnxruntime_cannot(tiny_corpus, shared_tiny_model, monkeypatch, caplog):
+    """A model that does not export faithfully, or a machine without onnxruntime: one log line saying why,
+    then every batch on torch (``--engine onnxruntime`` refuses both with an error instead)."""
+    tagger, sentences = _built(tiny_corpus, encoders=[{"type": "dt", "hidden": 8, "transitions": 2}])
+    expected = tagger.predict_tags(sentences, 1)
+    with caplog.at_level("INFO", logger="seqlab"):
+        tagger.set_engine("auto")
+    assert tagger.engine is None and tagger.info()["engine"] == "torch"
+    assert "--engine auto: every batch runs on torch (this model's exported graph" in caplog.text
+    assert tagger.predict_tags(sentences, 1) == expected
+    import importlib.util
+    real_find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else
+                        real_find(name, *a))
+    caplog.clear()
+    _, model = shared_tiny_model
+    with caplog.at_level("INFO", logger="seqlab"):
+        assert Tagger.load(model, engine="auto").engine is None
+    assert "needs onnx and onnxruntime: pip install 'seqlab[export]'" in caplog.text
+    with pytest.raises(SeqlabError, match="needs onnx and onnxruntime"):
+        Tagger.load(model, engine="onnxruntime")
+
+
 def test_engine_errors_are_one_line(shared_tiny_model, monkeypatch):
     _, model = shared_tiny_model
     tagger = Tagger.load(model, engine="onnxruntime")
     with pytest.raises(SeqlabError, match="--ablate analyses the eager network"):
         tagger.predict_tags(read_conll(shared_tiny_model[0], label_column=None), ablate=["H"])
-    with pytest.raises(SeqlabError, match="--engine: expected one of torch, onnxruntime, got 'tensorrt'"):
+    with pytest.raises(SeqlabError, match="--engine: expected one of torch, onnxruntime, auto, got 'tensorrt'"):
         tagger.set_engine("tensorrt")
 
     class OutOfMemory:  # what onnxruntime does when a batch's tensors do not fit
@@ -112,13 +159,15 @@ def test_engine_errors_are_one_line(shared_tiny_model, monkeypatch):
 def test_cli_predict_and_evaluate_on_onnxruntime(shared_tiny_model, capsys):
     path, model = shared_tiny_model
     outputs = {}
-    for engine in ("torch", "onnxruntime"):
-        assert main(["-q", "predict", str(model), str(path), "--output-format", "jsonl", "--engine", engine]) == 0
+    for engine in ("torch", "onnxruntime", "auto"):
+        assert main(["-q", "predict", str(model), str(path), "--output-format", "jsonl", "--engine", engine,
+                     "--batch-size", "3" if engine == "auto" else "64"]) == 0  # auto: small batches on onnxruntime
         outputs[engine] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
         assert main(["-q", "evaluate", str(model), str(path), "--engine", engine]) == 0
         outputs[engine + "-eval"] = capsys.readouterr().out
-    assert [p["tags"] for p in outputs["torch"]] == [p["tags"] for p in outputs["onnxruntime"]]
-    assert outputs["torch-eval"] == outputs["onnxruntime-eval"]
+    for engine in ("onnxruntime", "auto"):
+        assert [p["tags"] for p in outputs["torch"]] == [p["tags"] for p in outputs[engine]]
+        assert outputs["torch-eval"] == outputs[engine + "-eval"]
     with pytest.raises(SystemExit) as exit_:
         main(["-q", "predict", str(model), str(path), "--engine", "tensorrt"])
     assert exit_.value.code == 2 and "invalid choice: 'tensorrt'" in capsys.readouterr().err
@@ -137,12 +186,12 @@ def test_predict_workers_and_server_on_onnxruntime(shared_tiny_model, capsys):
     assert capsys.readouterr().out == eager
     texts = ["Rockwell said the agreement calls for it to supply 200 additional so-called shipsets .", "He ran ."]
     answers = {}
-    for engine in ("torch", "onnxruntime"):
+    for engine in ("torch", "onnxruntime", "auto"):
         client = TestClient(create_app(Tagger.load(model, engine=engine)))
         assert client.get("/info").json()["engine"] == engine
         answers[engine] = client.post("/predict", json={"sentences": texts}).json()
     strip = lambda a: [[(s["type"], s["start"], s["end"]) for s in p["spans"]] for p in a["predictions"]]  # noqa: E731
-    assert strip(answers["torch"]) == strip(answers["onnxruntime"])
+    assert strip(answers["torch"]) == strip(answers["onnxruntime"]) == strip(answers["auto"])
 
 
 def test_pairwise_tensors_are_bounded_by_running_batches_in_parts(tiny_corpus, monkeypatch):
