@@ -1,10 +1,10 @@
-"""Inference speed of a trained model on each engine (eager PyTorch, onnxruntime), same process, alternating.
+"""Inference speed of a trained model on each engine (eager PyTorch, onnxruntime, auto), same process, alternating.
 
-    python benchmarks/engine_speed.py MODEL DATA [--threads 2] [--reps 3]
+    python benchmarks/engine_speed.py MODEL DATA [--threads 2] [--reps 3] [--batch-sizes 1,64]
 
-Loads MODEL twice (``--engine torch`` and ``--engine onnxruntime``), checks that both give the same tags on
-DATA (CoNLL columns, or BMES for character models) at batch 64 and at batch 1, then times
-``Tagger.predict_tags`` at batch 1 and 64 and ("text-1") each sentence as a raw string through
+Loads MODEL three times (``--engine torch``, ``onnxruntime`` and ``auto``), checks that all give the same tags
+on DATA (CoNLL columns, or BMES for character models) at batch 64 and at batch 1, then times
+``Tagger.predict_tags`` at each of ``--batch-sizes`` and ("text-1") each sentence as a raw string through
 ``Tagger.predict`` one at a time (tokenizing, tags and spans included), repetitions alternating, and prints
 the medians in sentences/s. Run it on an idle machine.
 """
@@ -23,15 +23,16 @@ def main() -> None:
     from export_speed import model_and_data  # this folder is on sys.path when run as a script
 
     from seqlab.tagger import Tagger
-    args, eager, sentences = model_and_data()
-    taggers = {"torch": eager, "onnxruntime": Tagger.load(args.model, engine="onnxruntime")}
+    args, eager, sentences = model_and_data(batch_sizes=True)
+    sizes = [int(b) for b in args.batch_sizes.split(",")]
+    taggers = {"torch": eager, **{name: Tagger.load(args.model, engine=name) for name in ("onnxruntime", "auto")}}
     texts = [" ".join(s.tokens) for s in sentences]
     expected = taggers["torch"].predict_tags(sentences)
-    same = all(taggers["onnxruntime"].predict_tags(sentences, b) == expected for b in (64, 1))
+    same = all(t.predict_tags(sentences, b) == expected for t in list(taggers.values())[1:] for b in (64, 1))
     times: dict[tuple[str, str], list[float]] = {}
     for _ in range(args.reps):
         for name, tagger in taggers.items():
-            for batch in (1, 64):
+            for batch in sizes:
                 start = time.perf_counter()
                 tagger.predict_tags(sentences, batch)
                 times.setdefault((name, str(batch)), []).append(len(sentences) / (time.perf_counter() - start))
@@ -40,11 +41,13 @@ def main() -> None:
                 tagger.predict(text)
             times.setdefault((name, "text-1"), []).append(len(texts) / (time.perf_counter() - start))
     print(f"{args.model} on {args.data}: {len(sentences)} sentences, {args.threads} threads, "
-          f"onnxruntime tags identical to torch at batch 64 and 1: {same}")
-    print("| engine | batch 1 | batch 64 | text-1 | (sentences/s, medians; runs) |\n|---|---|---|---|---|")
+          f"onnxruntime and auto tags identical to torch at batch 64 and 1: {same}")
+    keys = [*map(str, sizes), "text-1"]
+    print(f"| engine | {' | '.join(f'batch {k}' for k in keys[:-1])} | text-1 | (sentences/s, medians; runs) |")
+    print("|---" * (len(keys) + 2) + "|")
     for name in taggers:
-        cells = [f"{statistics.median(times[(name, k)]):.0f}" for k in ("1", "64", "text-1")]
-        runs = "; ".join(f"{k}: " + ", ".join(f"{v:.0f}" for v in times[(name, k)]) for k in ("1", "64", "text-1"))
+        cells = [f"{statistics.median(times[(name, k)]):.0f}" for k in keys]
+        runs = "; ".join(f"{k}: " + ", ".join(f"{v:.0f}" for v in times[(name, k)]) for k in keys)
         print(f"| {name} | {' | '.join(cells)} | {runs} |")
 
 

@@ -20,14 +20,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def model_and_data():
-    """(arguments MODEL DATA [--threads] [--reps], the eager tagger, DATA's sentences), threads set; shared
-    with engine_speed.py."""
+def model_and_data(batch_sizes: bool = False):
+    """(arguments MODEL DATA [--threads] [--reps] [--batch-sizes], the eager tagger, DATA's sentences), threads
+    set; shared with engine_speed.py, which also takes ``--batch-sizes``."""
     parser = argparse.ArgumentParser()
     parser.add_argument("model")
     parser.add_argument("data")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=3)
+    if batch_sizes:
+        parser.add_argument("--batch-sizes", default="1,64", help="comma-separated batch sizes to time")
     args = parser.parse_args()
     import torch
 

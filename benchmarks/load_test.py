@@ -1,7 +1,7 @@
 """Load test of `seqlab serve` on loopback: N concurrent clients for a fixed time.
 
     python benchmarks/load_test.py MODEL [--clients 16] [--seconds 20] [--data FILE] [--port 8765]
-        [--per-request K] [--no-confidence] [--engine torch|onnxruntime] [--keep-alive] [--threads T]
+        [--per-request K] [--no-confidence] [--engine torch|onnxruntime|auto] [--keep-alive] [--threads T]
         [--no-access-log] [--max-batch 64] [--max-wait-ms MS] [--workers N] [--client python|wrk] [--reference]
 
 Starts the server as a subprocess (127.0.0.1 only), sends K sentences per request (default 1, with
@@ -212,7 +212,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--per-request", type=int, default=1, help="sentences in each request")
     parser.add_argument("--no-confidence", action="store_true", help="ask for tags and spans only")
-    parser.add_argument("--engine", default="torch", help="the server's --engine (torch or onnxruntime)")
+    parser.add_argument("--engine", default="torch", help="the server's --engine (torch, onnxruntime or auto)")
     parser.add_argument("--keep-alive", action="store_true", help="one persistent connection per client")
     parser.add_argument("--threads", type=int, help="the server's --threads (default: its own)")
     parser.add_argument("--reference", action="store_true", help="then time the same work in-process at batch 64")
