@@ -124,6 +124,15 @@ class OnnxEncoding:
         self.graph = buf.getvalue()
         self._sessions: dict[bool, object] = {}
         self._check(tagger)
+        self.params = [*tagger.net.embedder.parameters(), *tagger.net.encoders.parameters()]  # the graph's
+        self.weights = weights_key(self.params)  # what was exported; see :meth:`current`
+
+    def current(self) -> bool:
+        """Whether the network's weights are still the exported ones: an optimiser step, ``load_state_dict``
+        or a weight changed in place makes the graph stale (:meth:`seqlab.tagger.Tagger._run` then exports
+        again). Parameters replaced as module attributes (``load_state_dict(assign=True)``) are not seen:
+        choose the engine again after that."""
+        return weights_key(self.params) == self.weights
 
     @property
     def name(self) -> str:
@@ -204,6 +213,12 @@ class OnnxEncoding:
                     raise SeqlabError("--engine onnxruntime: this model's exported graph does not compute what the "
                                       "network computes (an operation that tracing cannot follow, such as a loop "
                                       "over time steps); use --engine torch")
+
+
+def weights_key(params: list[Tensor]) -> tuple:
+    """Each parameter's storage and version counter, which every in-place change bumps (a few microseconds
+    for the chunker's 18 tensors; walking ``net.parameters()`` each time took 50)."""
+    return tuple((q.data_ptr(), q._version) for q in params)
 
 
 def make_engine(name: str, tagger) -> OnnxEncoding | None:

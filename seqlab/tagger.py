@@ -213,6 +213,9 @@ class Tagger:
         items = [encoded[i] for i in nonempty]
         batches = make_batches(items, self.featurizers, batch_size or self.config.train.eval_batch_size,
                                pad_overhead=self.pad_overhead)
+        if self.engine is not None and not self.engine.current():
+            log.info("the weights changed since the network was exported to onnxruntime: exporting it again")
+            self.set_engine(self.engine.name)
         engine = self.engine
         if engine is not None:  # pairwise tensors made in one piece: bounded by running big batches in parts
             batches = [part for b in batches for part in

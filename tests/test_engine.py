@@ -129,6 +129,23 @@ def test_auto_runs_eagerly_where_onnxruntime_cannot(tiny_corpus, shared_tiny_mod
         Tagger.load(model, engine="onnxruntime")
 
 
+@pytest.mark.parametrize("name", ["onnxruntime", "auto"])
+def test_weights_changed_after_the_export_are_exported_again_not_run_stale(tiny_corpus, name, caplog):
+    import torch
+    tagger, sentences = _built(tiny_corpus)
+    tagger.set_engine(name)
+    before = tagger.predict_tags(sentences, 1)
+    with torch.no_grad():
+        for q in tagger.net.encoders.parameters():
+            q.add_(torch.randn_like(q))  # in place, as an optimiser step or load_state_dict does
+    engine = tagger.engine
+    with caplog.at_level("INFO", logger="seqlab"):
+        after = tagger.predict_tags(sentences, 1)
+    assert "exporting it again" in caplog.text and tagger.engine is not engine and tagger.engine.name == name
+    eager = Tagger(tagger.config, tagger.featurizers, tagger.tags, tagger.scheme, tagger.net)
+    assert after == eager.predict_tags(sentences, 1) != before
+
+
 def test_engine_errors_are_one_line(shared_tiny_model, monkeypatch):
     _, model = shared_tiny_model
     tagger = Tagger.load(model, engine="onnxruntime")
