@@ -1,6 +1,6 @@
 """Two versions of a training step alternated in one process: the lever off (A) and on (B).
 
-    python benchmarks/train_step_ab.py --lever nadam|crf-numpy|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh
+    python benchmarks/train_step_ab.py --lever nadam|crf-numpy|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|char-packed
         [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml] [--data-root ../shared/data]
         [--threads 2] [--reps 5] [--steps 130]
 
@@ -14,7 +14,8 @@ whole heap seen by the garbage collector (A) against frozen after loading (B, ``
 ``bilstm-pair``: a one-layer BiLSTM's batches without padding through two one-way kernel calls (A) against one
 bidirectional call on the same parameters (B; other roundings, so the weights drift apart over the steps);
 ``psa-tanh`` (with a PSA ``--config``): PSA's additive scores with ``torch.tanh_`` (A, ``psa_reference.py``) against
-the sigmoid identity (B).
+the sigmoid identity (B); ``char-packed``: the char CNN's windows over each batch's padded char matrix (A) against
+the words packed end to end (B, ``CharCNN._packed``; other roundings).
 A and B are built once (seed 1 each, each with its own random stream for dropout) and take 20 warm-up
 steps; each repetition then runs the next ``--steps`` batches through both, in blocks of 10 steps in the order
 ABBA..., so that this host's drift falls on both alike. Prints ms per step, the largest weight difference
@@ -37,6 +38,7 @@ from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.dropout import Dropout
+from seqlab.features.chars import CharCNN
 from seqlab.encoders import flat as flat_module
 from seqlab.encoders import psa as psa_module
 from psa_reference import TanhAdditiveScores
@@ -49,6 +51,17 @@ from seqlab.training import make_optimizer, seed_everything, train_step
 BLOCK = 10  # training steps per interleaved block
 LENGTH_TABLE = flat_module.LENGTH_TABLE_ELEMENTS
 FUSED = BiLSTM._fused
+PACKED = CharCNN._packed
+
+
+def padded_char_cnn(self, chars):
+    """CharCNN._packed replaced by the padded form, as it ran before (the module's eval-mode branch, with
+    gradients; the char CNN has no dropout, so its mode changes nothing else)."""
+    self.training = False
+    try:
+        return CharCNN.forward(self, chars)
+    finally:
+        self.training = True
 SCORES = psa_module.AdditiveScores
 
 
@@ -63,6 +76,7 @@ def set_lever(lever: str, on: bool) -> None:
     flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
     BiLSTM._fused = per_direction_with_gradients if lever == "bilstm-pair" and not on else FUSED
     psa_module.AdditiveScores = TanhAdditiveScores if lever == "psa-tanh" and not on else SCORES
+    CharCNN._packed = padded_char_cnn if lever == "char-packed" and not on else PACKED
     if lever == "gc-freeze":
         (gc.freeze if on else gc.unfreeze)()
 
@@ -70,7 +84,7 @@ def set_lever(lever: str, on: bool) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout", "flat-lengths", "gc-freeze",
-                                             "bilstm-pair", "psa-tanh"], required=True)
+                                             "bilstm-pair", "psa-tanh", "char-packed"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")

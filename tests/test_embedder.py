@@ -42,6 +42,47 @@ def test_word_vector_does_not_depend_on_padding(make):
         assert torch.allclose(enc(narrow), enc(wide), atol=1e-6)
 
 
+def _char_cnn_by_conv1d(enc: CharCNN, chars: torch.Tensor) -> torch.Tensor:
+    """The char CNN as ``conv1d`` over each word's characters (zeros beyond them), max over its characters."""
+    x = enc.chars(chars).transpose(1, 2)  # (words, d, width)
+    lengths = chars.ne(0).sum(1)
+    out = []
+    for k, window in zip(enc.kernels, enc.windows):
+        left = k // 2
+        weight = window.weight.view(window.out_features, x.shape[1], k)  # the window's (d, k) layout
+        h = nn.functional.conv1d(nn.functional.pad(x, (left, k - 1 - left)), weight, window.bias)
+        beyond = torch.arange(chars.shape[1])[None, None, :] >= lengths[:, None, None]
+        out.append(h.masked_fill(beyond, float("-inf")).amax(2))  # (words, filters)
+    return torch.cat(out, dim=-1)
+
+
+@pytest.mark.parametrize("types", [False, True])
+def test_char_cnn_in_training_packs_words_and_computes_what_conv1d_does(types):
+    """Training runs the windows over the words packed end to end, inference over the padded matrix: both
+    equal conv1d with a masked max, and the gradients equal conv1d's, for even and odd widths."""
+    from seqlab.features.chars import char_type_table
+    torch.manual_seed(0)
+    table = char_type_table(["<pad>"] + [chr(ord("a") + i) for i in range(10)] + list("ABCDE0123")) if types else None
+    enc = CharCNN(20, 6, 5, [1, 2, 3, 5], table).double()
+    # no character twice in a word: two equal windows tie for the max, and a tie's gradient may be split or
+    # given to one of them depending on the last bit of each product (both are subgradients)
+    gen = torch.Generator().manual_seed(3)
+    chars = torch.zeros(7, 12, dtype=torch.long)
+    for i, n in enumerate([1, 9, 3, 12, 2, 5, 1]):
+        chars[i, :n] = torch.randperm(19, generator=gen)[:n] + 1
+    oracle = _char_cnn_by_conv1d(enc, chars)
+    grad = torch.randn_like(oracle)
+    expected = torch.autograd.grad((oracle * grad).sum(), list(enc.parameters()))
+    enc.train()
+    packed = enc(chars)
+    got = torch.autograd.grad((packed * grad).sum(), list(enc.parameters()))
+    assert torch.allclose(packed, oracle, atol=1e-12)
+    for g, e in zip(got, expected):
+        assert torch.allclose(g, e, atol=1e-12)
+    with torch.no_grad():
+        assert torch.allclose(enc.eval()(chars), oracle, atol=1e-12)
+
+
 def _features(make) -> "CharFeatures":
     from seqlab.features.chars import CharFeatures
     torch.manual_seed(0)
