@@ -230,7 +230,9 @@ def make_engine(name: str, tagger) -> OnnxEncoding | None:
     if name == "onnxruntime":
         return OnnxEncoding(tagger)
     try:
-        return OnnxEncoding(tagger, max_rows=AUTO_ROWS)
+        engine = OnnxEncoding(tagger, max_rows=AUTO_ROWS)
+        log.info("--engine auto: batches of up to %d sentences run on onnxruntime, larger ones on torch", AUTO_ROWS)
+        return engine
     except SeqlabError as err:  # not installed, not on the CPU, or a model that does not export faithfully
         log.info("--engine auto: every batch runs on torch (%s)", str(err).removeprefix("--engine onnxruntime: "))
         return None
