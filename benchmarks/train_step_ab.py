@@ -1,6 +1,7 @@
 """Two versions of a training step alternated in one process: the lever off (A) and on (B).
 
-    python benchmarks/train_step_ab.py --lever nadam|crf-numpy|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|char-packed
+    python benchmarks/train_step_ab.py
+        --lever nadam|crf-numpy|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|char-packed
         [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml] [--data-root ../shared/data]
         [--threads 2] [--reps 5] [--steps 130]
 
