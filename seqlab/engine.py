@@ -20,9 +20,10 @@ on batch composition), and a sentence too long even alone is refused with a poin
 run is one error line, never a traceback.
 
 ``auto`` (the default of ``seqlab serve``) runs batches of at most :data:`AUTO_ROWS` sentences on
-onnxruntime and larger ones eagerly, where each is faster; where onnxruntime is not installed or the model
-does not export faithfully, it says why in one log line and runs everything eagerly. The two engines' encoder
-outputs differ by float rounding (2.9e-6 at most on the chunker's test-set emissions, where eager batch 1 and
+onnxruntime and larger ones eagerly, where each is faster; where onnxruntime is not installed, the model does
+not export faithfully, or it has PSA's or FLAT's pairwise attention (which onnxruntime ran no faster: 1.06x and
+0.66x at batch 1), it says why in one log line and runs everything eagerly. The two engines' encoder outputs
+differ by float rounding (2.9e-6 at most on the chunker's test-set emissions, where eager batch 1 and
 eager batch 64 differ by 2.4e-6), and a graph whose outputs differ by more than :data:`TOLERANCE` is refused.
 
     tagger = Tagger.load("runs/chunking/model")
@@ -55,6 +56,7 @@ ENGINES = ("torch", "onnxruntime", "auto")
 #: the CoNLL-2000 chunker (2 threads, 2026-11-25, ``predict_tags`` of 1,024 test sentences, onnxruntime against
 #: eager): 1.53x at batch 1, 1.31x at 2, 1.21x at 4, 0.96x at 8, 0.86x at 32, 0.81x at 64 (its LSTM kernel).
 AUTO_ROWS = 4
+
 
 #: Floats of one (rows, length, length, hidden) tensor that the exported graph may make in one piece (256 MB):
 #: larger batches are run in parts. A single sentence needing 8 times this is refused (``--max-length``).
@@ -133,10 +135,6 @@ class OnnxEncoding:
         again). Parameters replaced as module attributes (``load_state_dict(assign=True)``) are not seen:
         choose the engine again after that."""
         return weights_key(self.params) == self.weights
-
-    @property
-    def name(self) -> str:
-        return "onnxruntime" if self.max_rows is None else "auto"
 
     def takes(self, rows: int, ablate: Collection[str] = ()) -> bool:
         """Whether a batch of ``rows`` sentences runs here; under ``auto``, ablations run eagerly (they are an
@@ -231,11 +229,15 @@ def make_engine(name: str, tagger) -> OnnxEncoding | None:
         return OnnxEncoding(tagger)
     try:
         engine = OnnxEncoding(tagger, max_rows=AUTO_ROWS)
-        log.info("--engine auto: batches of up to %d sentences run on onnxruntime, larger ones on torch", AUTO_ROWS)
-        return engine
     except SeqlabError as err:  # not installed, not on the CPU, or a model that does not export faithfully
         log.info("--engine auto: every batch runs on torch (%s)", str(err).removeprefix("--engine onnxruntime: "))
         return None
+    if engine.pairwise_dim:  # measured on trained models, batch 1: PSA 1.06x, FLAT 0.66x (BENCHMARKS.md)
+        log.info("--engine auto: every batch runs on torch (onnxruntime is no faster on models with PSA's or "
+                 "FLAT's pairwise attention)")
+        return None
+    log.info("--engine auto: batches of up to %d sentences run on onnxruntime, larger ones on torch", AUTO_ROWS)
+    return engine
 
 
 __all__ = ["AUTO_ROWS", "ENGINES", "OnnxEncoding", "make_engine"]

@@ -139,6 +139,7 @@ class Tagger:
         self.net = net.to(self.device)
         self.to_labels = IndexConverter(tags.itos, self.train_scheme, scheme)  # indices -> input-scheme labels
         self.engine = None  # runs the encoding instead of eager PyTorch (seqlab.engine); None = eager
+        self.engine_name = "torch"  # the engine asked for (auto may run everything eagerly)
         # a batch of very unequal lengths (requests merged by the server) is cut where that saves more padded
         # tokens than this many, the cost of one more batch (seqlab.data.batching.split_padding); None = never
         self.pad_overhead: int | None = PAD_OVERHEAD
@@ -215,7 +216,7 @@ class Tagger:
                                pad_overhead=self.pad_overhead)
         if self.engine is not None and not self.engine.current():
             log.info("the weights changed since the network was exported to onnxruntime: exporting it again")
-            self.set_engine(self.engine.name)
+            self.set_engine(self.engine_name)
         engine = self.engine
         if engine is not None:  # pairwise tensors made in one piece: bounded by running big batches in parts
             batches = [part for b in batches for part in
@@ -325,6 +326,7 @@ class Tagger:
         onnxruntime cannot run the model) for the following predictions."""
         from seqlab.engine import make_engine
         self.engine = make_engine(name, self)
+        self.engine_name = name
 
     def set_beam(self, beam: int) -> None:
         """Beam size of a beam-search decoder (1 = greedy) for the following predictions."""
@@ -444,7 +446,9 @@ class Tagger:
                 "decoder": self.config.model.decoder.type,
                 "temperature": getattr(self.config.model.decoder, "temperature", None),  # of its confidences
                 "device": str(self.device),
-                "engine": "torch" if self.engine is None else self.engine.name}
+                "engine": self.engine_name,  # as asked for; "encoding": what runs it
+                "encoding": "torch" if self.engine is None else "onnxruntime" if self.engine.max_rows is None
+                else f"onnxruntime for batches of up to {self.engine.max_rows} sentences, torch for larger ones"}
 
 
 def _explain(published: dict[str, torch.Tensor], row: int, n: int, num_layers: int) -> list[LayerExplanation]:

@@ -88,6 +88,7 @@ def test_auto_runs_small_batches_on_onnxruntime_and_large_ones_eagerly(shared_ti
     sentences = read_conll(path, label_column=None)
     eager, auto = Tagger.load(model), Tagger.load(model, engine="auto")
     assert auto.info()["engine"] == "auto" and auto.engine.max_rows == AUTO_ROWS
+    assert auto.info()["encoding"] == f"onnxruntime for batches of up to {AUTO_ROWS} sentences, torch for larger ones"
     rows: list[int] = []
     real_run = auto.engine.run
     monkeypatch.setattr(auto.engine, "run", lambda batch, *a: rows.append(len(batch.index)) or real_run(batch, *a))
@@ -113,9 +114,15 @@ def test_auto_runs_eagerly_where_onnxruntime_cannot(tiny_corpus, shared_tiny_mod
     expected = tagger.predict_tags(sentences, 1)
     with caplog.at_level("INFO", logger="seqlab"):
         tagger.set_engine("auto")
-    assert tagger.engine is None and tagger.info()["engine"] == "torch"
+    assert tagger.engine is None and (tagger.info()["engine"], tagger.info()["encoding"]) == ("auto", "torch")
     assert "--engine auto: every batch runs on torch (this model's exported graph" in caplog.text
     assert tagger.predict_tags(sentences, 1) == expected
+    tagger, sentences = _built(tiny_corpus, encoders=[{"type": "bilstm", "hidden": 16},
+                                                      {"type": "psa_fusion", "window": 4}])
+    caplog.clear()
+    with caplog.at_level("INFO", logger="seqlab"):
+        tagger.set_engine("auto")  # exports fine, but onnxruntime was no faster on pairwise attention
+    assert tagger.engine is None and "no faster on models with PSA's or FLAT's pairwise attention" in caplog.text
     import importlib.util
     real_find = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else
@@ -141,7 +148,7 @@ def test_weights_changed_after_the_export_are_exported_again_not_run_stale(tiny_
     engine = tagger.engine
     with caplog.at_level("INFO", logger="seqlab"):
         after = tagger.predict_tags(sentences, 1)
-    assert "exporting it again" in caplog.text and tagger.engine is not engine and tagger.engine.name == name
+    assert "exporting it again" in caplog.text and tagger.engine is not engine and tagger.engine_name == name
     eager = Tagger(tagger.config, tagger.featurizers, tagger.tags, tagger.scheme, tagger.net)
     assert after == eager.predict_tags(sentences, 1) != before
 
