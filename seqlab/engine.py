@@ -109,6 +109,8 @@ class OnnxEncoding:
         self.pairwise_dim = max([m.d_model for m in tagger.net.modules() if isinstance(m, RelativeSpanEncoding)]
                                 + [m.w1.out_features for m in tagger.net.modules()
                                    if isinstance(m, PositionAwareAttention)], default=0)
+        if max_rows is not None and self.pairwise_dim:  # measured, batch 1: PSA 1.06x, FLAT 0.66x (BENCHMARKS.md)
+            raise SeqlabError("onnxruntime is no faster on models with PSA's or FLAT's pairwise attention")
         wrapper = EncoderNet(tagger.net, self.names, self.published).eval()
         self.inputs = ["mask", "lengths"] + [f"{f}.{n}" for f, n in self.names]
         outputs = ["features"] + self.published
@@ -229,12 +231,8 @@ def make_engine(name: str, tagger) -> OnnxEncoding | None:
         return OnnxEncoding(tagger)
     try:
         engine = OnnxEncoding(tagger, max_rows=AUTO_ROWS)
-    except SeqlabError as err:  # not installed, not on the CPU, or a model that does not export faithfully
+    except SeqlabError as err:  # not installed, not on the CPU, pairwise attention, or not exported faithfully
         log.info("--engine auto: every batch runs on torch (%s)", str(err).removeprefix("--engine onnxruntime: "))
-        return None
-    if engine.pairwise_dim:  # measured on trained models, batch 1: PSA 1.06x, FLAT 0.66x (BENCHMARKS.md)
-        log.info("--engine auto: every batch runs on torch (onnxruntime is no faster on models with PSA's or "
-                 "FLAT's pairwise attention)")
         return None
     log.info("--engine auto: batches of up to %d sentences run on onnxruntime, larger ones on torch", AUTO_ROWS)
     return engine
