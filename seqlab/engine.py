@@ -47,6 +47,7 @@ from seqlab.data.batching import Batch, Encoded, collate, make_batches
 from seqlab.data.sentence import Sentence
 from seqlab.devices import SMALL_BATCH
 from seqlab.errors import SeqlabError
+from seqlab.versions import weights_key
 
 log = logging.getLogger("seqlab")
 
@@ -213,12 +214,6 @@ class OnnxEncoding:
                     raise SeqlabError("--engine onnxruntime: this model's exported graph does not compute what the "
                                       "network computes (an operation that tracing cannot follow, such as a loop "
                                       "over time steps); use --engine torch")
-
-
-def weights_key(params: list[Tensor]) -> tuple:
-    """Each parameter's storage and version counter, which every in-place change bumps (a few microseconds
-    for the chunker's 18 tensors; walking ``net.parameters()`` each time took 50)."""
-    return tuple((q.data_ptr(), q._version) for q in params)
 
 
 def make_engine(name: str, tagger) -> OnnxEncoding | None:

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab.dropout import Dropout
+from seqlab.versions import weights_key
 
 
 def reversal_index(lengths: Tensor, seq_len: int) -> Tensor:
@@ -117,7 +118,7 @@ class BiLSTM(nn.Module):
         kernel call for both directions (1.5x faster than two one-way calls at batch 1). Rebuilt when
         any weight changes (an optimiser step or a load bumps the tensor's version counter)."""
         params = list(self.parameters())
-        key = tuple((q.data_ptr(), q._version) for q in params)
+        key = weights_key(params)
         if self._bi_cache is None or self._bi_cache[0] != key:
             first = self.fwd[0]
             bi = nn.LSTM(first.input_size, first.hidden_size, num_layers=len(self.fwd), batch_first=True,

@@ -22,6 +22,7 @@ from seqlab.data.vocab import Vocab
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids
 from seqlab.lstm import BiLSTM
 from seqlab.registry import ConfigCheckError, check_error
+from seqlab.versions import weights_key
 
 
 @FEATURES.register
@@ -255,7 +256,7 @@ class CharFeatures(FeatureModule):
         params = self.__dict__.get("_params")
         if params is None:  # kept until a load or .to() (_forget); an optimiser step bumps the versions
             params = self.__dict__["_params"] = list(self.encoder.parameters())
-        key = tuple((q.data_ptr(), q._version) for q in params)
+        key = weights_key(params)
         memo = self._memo
         if memo is None or memo.key != key or memo.full(len(chars)):
             memo = self._memo = TokenMemo(key, self.output_dim, params[0].dtype)
