@@ -1,12 +1,14 @@
 """Two versions of a training step alternated in one process: the lever off (A) and on (B).
 
     python benchmarks/train_step_ab.py
-        --lever nadam|crf-numpy|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|char-packed
+        --lever nadam|crf-numpy|crf-scaled|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|char-packed
         [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml] [--data-root ../shared/data]
         [--threads 2] [--reps 5] [--steps 130]
 
 Levers: ``nadam``: torch.optim.NAdam (A) against seqlab.optim.NAdam (B); ``crf-numpy``: the CRF's log
 partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqlab.crf_partition.CPU_NUMPY);
+``crf-scaled``: the NumPy recursions in log space (A) against probability space (B, seqlab.crf_partition.CPU_SCALED;
+other roundings);
 ``dropout``: ``torch.nn.Dropout`` (A) against ``seqlab.dropout.Dropout`` (B; other masks from the same seed,
 so the weights differ after the first step); ``flat-lengths``: FLAT's R for pairs with words by four lookups
 (A) against one lookup in the table of sums per span lengths (B; use a FLAT ``--config``); ``gc-freeze``: the
@@ -74,6 +76,7 @@ def per_direction_with_gradients(self, x, lengths):
 def set_lever(lever: str, on: bool) -> None:
     """The module-level switches of the levers that have one (the others differ in what is built)."""
     partition.CPU_NUMPY = on if lever == "crf-numpy" else True
+    partition.CPU_SCALED = on if lever == "crf-scaled" else True
     flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
     BiLSTM._fused = per_direction_with_gradients if lever == "bilstm-pair" and not on else FUSED
     psa_module.AdditiveScores = TanhAdditiveScores if lever == "psa-tanh" and not on else SCORES
@@ -84,7 +87,7 @@ def set_lever(lever: str, on: bool) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy", "dropout", "flat-lengths", "gc-freeze",
+    p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "dropout", "flat-lengths", "gc-freeze",
                                              "bilstm-pair", "psa-tanh", "char-packed"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")

@@ -352,6 +352,57 @@ def test_log_partition_in_numpy_equals_the_torch_recursions(seed, monkeypatch):
             torch.testing.assert_close(got, expected, atol=tol, rtol=tol)
 
 
+def _partition_inputs(crf: CRF, em: torch.Tensor, mask: torch.Tensor):
+    """The NumPy arrays LogPartition hands its CPU recursions: emissions, trans, start and end with the
+    constraint penalties added, mask."""
+    trans, start, end = crf._potentials()
+    return [x.detach().numpy() for x in (em, trans, start, end, mask)]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_probability_space_recursions_equal_the_log_space_ones(seed):
+    """On CPU, log Z and its gradients come from recursions in probability space, rescaled at each step
+    (crf_partition._ScaledPartition); they equal the log-space recursions' (_NumpyPartition) to float64
+    rounding: padding with absurd values, constraints, one-token sentences, emissions spread up to 30 apart."""
+    from seqlab.crf_partition import _NumpyPartition, _ScaledPartition
+    num_tags, batch, seq_len = 1 + seed % 7, 1 + seed % 5, 1 + seed % 11
+    crf = make_crf(num_tags, seed, constrained=seed % 2 == 1, scale=(1.0, 3.0, 10.0)[seed % 3])
+    em, mask = padded_batch([seq_len] + [1 + (seed * 7 + b) % seq_len for b in range(batch - 1)], num_tags, seed)
+    em = torch.where(mask[:, :, None], em * (1.0, 5.0)[seed % 2], em)
+    inputs = _partition_inputs(crf, em, mask)
+    weights = torch.randn(batch, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).numpy()
+    scaled, log_space = _ScaledPartition(*inputs), _NumpyPartition(*inputs)
+    assert scaled.log_z == pytest.approx(log_space.log_z, rel=1e-12, abs=1e-11)
+    for got, expected in zip(scaled.gradients(weights), log_space.gradients(weights)):
+        assert got.shape == expected.shape
+        torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
+
+
+def test_where_probabilities_underflow_the_log_space_recursions_take_over():
+    """Tag 0 scores 1,000 above tag 1 at step 1 but cannot be entered: in probability space every reachable
+    value of that step underflows float64 to 0, so log Z and its gradients come from the log-space recursions
+    (and equal brute force); a gradient whose marginals underflow falls back the same way."""
+    import seqlab.crf_partition as partition
+    allowed = torch.tensor([[False, True], [False, True]])  # nothing enters tag 0 after step 0
+    crf = CRF(2, allowed=allowed).double()
+    em = torch.tensor([[[0.0, 0.0], [1000.0, 0.0], [0.0, 0.5]]], dtype=torch.float64, requires_grad=True)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    with pytest.raises(partition._Underflow):
+        partition._ScaledPartition(*_partition_inputs(crf, em, mask))
+    log_z = crf.log_partition(em, mask)
+    assert log_z.item() == pytest.approx(logsumexp(brute_all(crf, em[0].detach(), only_allowed=True).values()))
+    grad, = torch.autograd.grad(log_z.sum(), [em])
+    assert torch.isfinite(grad).all() and grad[0, 1].tolist() == pytest.approx([0.0, 1.0])
+
+    em2, mask2 = padded_batch([4, 2, 3], 3, seed=5)
+    inputs = _partition_inputs(make_crf(3, 5), em2, mask2)
+    weights = torch.rand(3, generator=torch.Generator().manual_seed(1), dtype=torch.float64).numpy()
+    scaled = partition._ScaledPartition(*inputs)
+    scaled.alphas[1, 0] = 0.0  # as if row 0's probabilities at step 1 had underflowed
+    for got, expected in zip(scaled.gradients(weights), partition._NumpyPartition(*inputs).gradients(weights)):
+        torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
     """CPU decoding runs in NumPy (seqlab.viterbi); it must give the PyTorch loop's paths and scores,
