@@ -1,4 +1,5 @@
-"""seqlab.optim.NAdam: torch.optim.NAdam's update to the bit, without the slow square root of zeros."""
+"""seqlab.optim.NAdam: torch.optim.NAdam's update to the bit, without the slow square root of zeros; the fused SGD
+that takes the clipping factor (seqlab.training.clip_and_step)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,65 @@ def test_parameters_without_gradient_are_left_alone():
     opt.step()
     assert not torch.equal(ps[0], before[0])
     assert torch.equal(ps[1], before[1]) and torch.equal(ps[2], before[2]) and len(opt.state) == 1
+
+
+def _sgd_config():
+    from seqlab.config import load_config
+    return load_config("configs/chunking-bilstm-crf.yaml", ["train.optimizer=sgd", "train.lr=0.1",
+                                                           "train.weight_decay=1e-3"]).train
+
+
+@pytest.mark.parametrize("clip,count", [(None, 2), (0.5, 2), (1e6, 2), (0.5, 3)])
+def test_fused_sgd_with_the_clipping_factor_equals_clip_grad_norm_then_sgd(clip, count, monkeypatch):
+    """make_optimizer's fused SGD, with clip_and_step folding the clipping factor into its update, against
+    clip_grad_norm_ and torch's multi-tensor SGD: clipped every step (0.5), never (1e6) and no clipping; with
+    float32 and float64 parameters together (count 3) the factor cannot be one grad_scale, and is applied first."""
+    from seqlab.training import clip_and_step, make_optimizer
+    cfg = _sgd_config()
+    ours, theirs = _params()[:count], _params()[:count]
+    fused = make_optimizer(ours, cfg)
+    if not fused.param_groups[0]["fused"]:
+        pytest.skip(f"torch {torch.__version__} has no fused SGD on CPU: make_optimizer builds the foreach one")
+    reference = torch.optim.SGD(theirs, lr=0.1, momentum=cfg.momentum, weight_decay=1e-3, foreach=True)
+    clip_grad_norm_, calls = torch.nn.utils.clip_grad_norm_, []
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda *a, **k: calls.append(1) or clip_grad_norm_(*a, **k))
+    g = torch.Generator().manual_seed(3)
+    for _ in range(30):
+        for p, q in zip(ours, theirs):
+            p.grad = torch.randn(p.shape, generator=g, dtype=p.dtype)
+            q.grad = p.grad.clone()
+        norm = torch.nn.utils.get_total_norm([q.grad for q in theirs])
+        clip_and_step(fused, ours, clip)
+        if clip:
+            clip_grad_norm_(theirs, clip)
+        reference.step()
+        assert not hasattr(fused, "grad_scale")
+    assert clip != 0.5 or norm > 0.5  # the clipping did happen
+    assert len(calls) == (30 if clip and count == 3 else 0)  # folded into the update wherever it can be
+    for p, q in zip(ours, theirs):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_clip_and_step_on_an_sgd_resumed_from_a_multi_tensor_state():
+    """An SGD state saved before the fused update (param group foreach, not fused) loads into make_optimizer's
+    SGD; its steps then clip with clip_grad_norm_, as they did, and match the multi-tensor SGD."""
+    from seqlab.training import clip_and_step, make_optimizer
+    cfg = _sgd_config()
+    ours, theirs = _params(), _params()
+    old = torch.optim.SGD(theirs, lr=0.1, momentum=cfg.momentum, weight_decay=1e-3, foreach=True)
+    for p in theirs:
+        p.grad = torch.ones_like(p)
+    old.step()
+    with torch.no_grad():
+        for p, q in zip(ours, theirs):
+            p.copy_(q)
+    resumed = make_optimizer(ours, cfg)
+    resumed.load_state_dict(copy.deepcopy(old.state_dict()))  # not sharing old's momentum buffers
+    for p, q in zip(ours, theirs):
+        p.grad = torch.full_like(p, 3.0)
+        q.grad = p.grad.clone()
+    clip_and_step(resumed, ours, 0.5)
+    torch.nn.utils.clip_grad_norm_(theirs, 0.5)
+    old.step()
+    for p, q in zip(ours, theirs):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
