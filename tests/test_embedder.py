@@ -154,3 +154,37 @@ def test_inference_memo_follows_weights_loaded_by_assignment():
         assert torch.allclose(_run(features, batch), other.encoder(batch), atol=1e-6)
         features.double()
         assert _run(features, batch).dtype == torch.float64
+
+
+@pytest.mark.parametrize("sizes", [[1], [3, 1, 4], [24] * 6, [40] * 64, [5, 30, 1, 50, 12]])
+def test_char_collation_stores_each_distinct_token_once_in_order_of_first_appearance(sizes, monkeypatch):
+    """Both ways of collating (token by token, and whole-array from COLLATE_VECTOR_FROM tokens on) give the same
+    tensors: each distinct token one row of char ids, in order of first appearance, and each position the row of
+    its token; padding positions row 0."""
+    import random
+
+    import seqlab.features.chars as chars_module
+    from seqlab.data.sentence import Sentence
+    from seqlab.features.chars import CharsConfig
+    rng = random.Random(sum(sizes))
+    words = ["the", "The", "a", "bank", "banks", "x" * 45, "", "2,000", "of"] + [f"w{k}" for k in range(40)]
+    sentences = [Sentence([rng.choice(words) for _ in range(n)]) for n in sizes]
+    featurizer = CharsConfig(max_len=8).build("chars")
+    featurizer.fit(sentences, [], 1)
+    items = [featurizer.encode(s) for s in sentences]
+    seq_len = max(sizes) + 2
+    outputs = []
+    for vector_from in (10**9, 1):
+        monkeypatch.setattr(chars_module, "COLLATE_VECTOR_FROM", vector_from)
+        outputs.append(featurizer.collate(items, seq_len))
+    for key in ("chars", "rows"):
+        assert torch.equal(outputs[0][key], outputs[1][key]) and outputs[1][key].dtype == torch.long
+    chars, rows = outputs[1]["chars"], outputs[1]["rows"]
+    seen = list(dict.fromkeys(t for s in sentences for t in s.tokens))  # distinct tokens, first appearance first
+    assert chars.shape[0] == len(seen)
+    for i, s in enumerate(sentences):
+        for j, token in enumerate(s.tokens):
+            ids = featurizer.encode(Sentence([token]))[0]
+            assert rows[i, j] == seen.index(token)
+            assert chars[rows[i, j], : len(ids)].tolist() == ids.tolist() and not chars[rows[i, j], len(ids):].any()
+        assert not rows[i, len(s.tokens):].any()

