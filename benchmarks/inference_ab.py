@@ -1,6 +1,7 @@
 """An inference lever off (A) and on (B), interleaved in one process.
 
-    python benchmarks/inference_ab.py MODEL DATA --lever char-memo|flat-lengths|max-only-viterbi|psa-tanh [--threads 2]
+    python benchmarks/inference_ab.py MODEL DATA --lever char-memo|flat-lengths|max-only-viterbi|psa-tanh|index-select|char-collate
+        [--threads 2]
         [--reps 5]
         [--batch-sizes 1,64] [--text] [--keep-memo]
 
@@ -9,7 +10,10 @@ Levers: ``char-memo``: the char encoders' inference memo (``seqlab.features.char
 four lookups (``seqlab.encoders.flat.LENGTH_TABLE_ELEMENTS`` = 0); ``max-only-viterbi``: the NumPy Viterbi's
 forward of maxima only with pointers recomputed on the way back, for batches from ``seqlab.viterbi.MAX_ONLY_FROM``
 elements, against pointers kept at every step at every batch size; ``psa-tanh``: PSA's additive scores with
-``torch.tanh_`` (A, ``benchmarks/psa_reference.py``) against the sigmoid identity (B, ``seqlab.encoders.psa``).
+``torch.tanh_`` (A, ``benchmarks/psa_reference.py``) against the sigmoid identity (B, ``seqlab.encoders.psa``); ``index-select``: the backward LSTM direction's reversals of a
+padded batch by ``torch.gather`` with an expanded index (A) against ``index_select`` of whole rows (B,
+``seqlab.lstm.gather_steps``); ``char-collate``: the char featurizer's collation token by token at every batch size
+(A) against whole-array operations from ``seqlab.features.chars.COLLATE_VECTOR_FROM`` tokens on (B).
 
 Each repetition tags the whole of DATA (a labeled file in the model's format) at each batch size with
 ``predict_tags``, and with ``--text`` each sentence as a raw string through ``Tagger.predict`` (batch 1), with
@@ -30,12 +34,19 @@ import time
 
 import torch
 
+import seqlab.features.chars as chars_module
+import seqlab.lstm as lstm_module
 import seqlab.viterbi as viterbi_module
 from seqlab.encoders import flat as flat_module
 from seqlab.encoders import psa as psa_module
 from psa_reference import TanhAdditiveScores
 from seqlab.features.chars import CharFeatures
 from seqlab.tagger import Tagger
+
+
+def expanded_gather(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """seqlab.lstm.gather_steps as it was: ``torch.gather`` with the index expanded over the features."""
+    return x.gather(1, index.unsqueeze(2).expand(-1, -1, x.shape[2]))
 
 
 def char_modules(tagger: Tagger) -> list[CharFeatures]:
@@ -46,7 +57,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("model")
     p.add_argument("data")
-    p.add_argument("--lever", choices=["char-memo", "flat-lengths", "max-only-viterbi", "psa-tanh"], required=True)
+    p.add_argument("--lever", choices=["char-memo", "flat-lengths", "max-only-viterbi", "psa-tanh", "index-select",
+                                             "char-collate"], required=True)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--batch-sizes", default="1,64")
@@ -65,6 +77,7 @@ def main() -> None:
     original, length_table = CharFeatures._memoised, flat_module.LENGTH_TABLE_ELEMENTS
     max_only_from = viterbi_module.MAX_ONLY_FROM
     scores = psa_module.AdditiveScores
+    gather_steps, vector_from = lstm_module.gather_steps, chars_module.COLLATE_VECTOR_FROM
 
     def off(self, chars):
         return self.encoder(chars)
@@ -74,6 +87,8 @@ def main() -> None:
         flat_module.LENGTH_TABLE_ELEMENTS = length_table if on or args.lever != "flat-lengths" else 0
         viterbi_module.MAX_ONLY_FROM = max_only_from if on or args.lever != "max-only-viterbi" else 2**62
         psa_module.AdditiveScores = scores if on or args.lever != "psa-tanh" else TanhAdditiveScores
+        lstm_module.gather_steps = gather_steps if on or args.lever != "index-select" else expanded_gather
+        chars_module.COLLATE_VECTOR_FROM = vector_from if on or args.lever != "char-collate" else 2**62
 
     runs: dict[str, dict[str, list[float]]] = {}
     tags: dict[str, list] = {}

@@ -64,6 +64,20 @@ def test_reversal_index_reverses_real_steps_only():
     assert twice[0, :3].flatten().tolist() == [0.0, 1.0, 2.0]  # an involution on real steps
 
 
+def test_gather_steps_equals_gather_with_the_expanded_index_values_and_gradients():
+    """gather_steps (whole rows by index_select) against x.gather(1, index expanded over the features)."""
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.tensor([5, 1, 3, 5, 2])
+    index = reversal_index(lengths, 6)
+    x = torch.randn(5, 6, 7, generator=g, requires_grad=True)
+    weights = torch.randn(5, 6, 7, generator=g)
+    ours = gather_steps(x, index)
+    theirs = x.gather(1, index.unsqueeze(2).expand(-1, -1, 7))
+    assert torch.equal(ours, theirs)
+    grads = [torch.autograd.grad((y * weights).sum(), x)[0] for y in (ours, theirs)]
+    torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=1e-6)  # sums of up to 5 terms, in some order
+
+
 def test_encoder_outputs_zero_on_padding_and_ignore_padding_values():
     torch.manual_seed(0)
     enc = BiLSTMEncoder(5, 8, layers=2, dropout=0.0).eval()
