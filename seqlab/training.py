@@ -41,7 +41,7 @@ from seqlab.errors import SeqlabError
 from seqlab.features.base import FeatureModule
 from seqlab.io import append_line, atomic_write_json, atomic_write_text, recover_dir
 from seqlab.metrics import Scores
-from seqlab.optim import NAdam
+from seqlab.optim import SGD, NAdam
 from seqlab.plotting import plot_curves
 from seqlab.tagger import Tagger
 
@@ -70,10 +70,10 @@ def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
         params, sgd = list(params), {"lr": cfg.lr, "momentum": cfg.momentum, "weight_decay": cfg.weight_decay}
         if FUSED_SGD and hasattr(torch.nn.utils, "get_total_norm"):
             try:
-                return torch.optim.SGD(params, fused=True, **sgd)
+                return SGD(params, fused=True, **sgd)  # torch's, counting its writes (see seqlab.optim.SGD)
             except RuntimeError:
                 pass
-        return torch.optim.SGD(params, foreach=True, **sgd)
+        return SGD(params, foreach=True, **sgd)
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
     return NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)  # torch's, minus a slow path

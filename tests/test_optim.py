@@ -137,3 +137,28 @@ def test_clip_and_step_on_an_sgd_resumed_from_a_multi_tensor_state():
     old.step()
     for p, q in zip(ours, theirs):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_fused_sgd_steps_are_seen_by_the_inference_caches():
+    """PyTorch's fused SGD writes the parameters without bumping their version counters, which seqlab's inference
+    caches read (seqlab.versions.weights_key): make_optimizer's SGD bumps them, so the BiLSTM's bidirectional
+    inference copy built before a step is rebuilt after it (before, dev scoring read stale weights)."""
+    from seqlab.lstm import BiLSTM
+    from seqlab.training import clip_and_step, make_optimizer
+    torch.manual_seed(0)
+    lstm = BiLSTM(5, 4).eval()
+    params = list(lstm.parameters())
+    optimizer = make_optimizer(params, _sgd_config())
+    x, lengths = torch.randn(2, 3, 5), torch.tensor([3, 3])
+    with torch.no_grad():
+        before = torch.cat(lstm.directions(x, lengths), -1)  # no padding: the bidirectional copy
+    for p in params:
+        p.grad = torch.ones_like(p)
+    versions = [p._version for p in params]
+    clip_and_step(optimizer, params, 5.0)
+    assert all(p._version > v for p, v in zip(params, versions))
+    with torch.no_grad():
+        after = torch.cat(lstm.directions(x, lengths), -1)
+        direct = torch.cat(lstm._per_direction(x, lengths), -1)  # from the module's own weights
+    assert not torch.allclose(before, after)
+    torch.testing.assert_close(after, direct, rtol=1e-5, atol=1e-6)
