@@ -57,6 +57,30 @@ def assert_save_load_identical(model_dir: Path, data: Path, tmp_path: Path):
     return tagger
 
 
+def assert_same_gradients_every_run(config, runs: int = 15) -> None:
+    """On two threads, one batch of up to 64 training sentences of ``config``'s corpus, the same weights: every
+    parameter's gradient the same bits in each of ``runs`` backward passes."""
+    import torch
+
+    from seqlab.data.batching import make_batches
+    from seqlab.data.corpus import load_corpus
+    from seqlab.tagger import Tagger
+    corpus = load_corpus(config.data, None)
+    tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+    batch = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, 64, None)[0]
+    net = tagger.net.train()
+    params = [p for p in net.parameters() if p.requires_grad]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # a varying order of summation comes from splitting the work over threads
+    try:
+        first = torch.autograd.grad(net.loss(batch).sum(), params)
+        for _ in range(runs):
+            again = torch.autograd.grad(net.loss(batch).sum(), params)
+            assert all(torch.equal(a, b) for a, b in zip(first, again))
+    finally:
+        torch.set_num_threads(threads)
+
+
 def tiny_config(path: Path, **over) -> object:
     """A small BiLSTM-CRF chunker config on ``path``; ``over`` replaces top-level sections."""
     raw = {

@@ -188,3 +188,31 @@ def test_char_collation_stores_each_distinct_token_once_in_order_of_first_appear
             assert rows[i, j] == seen.index(token)
             assert chars[rows[i, j], : len(ids)].tolist() == ids.tolist() and not chars[rows[i, j], len(ids):].any()
         assert not rows[i, len(s.tokens):].any()
+
+
+def test_char_features_gradients_are_the_same_bits_on_every_run():
+    """A batch's tokens repeat, so each distinct token's vector gets the sum of its positions' gradients. Spread by
+    advanced indexing, that sum (index_put_ with accumulate on CPU) came out in a different order on every backward
+    (200 of 200 runs differed in the last bits) and training runs with one seed drifted apart; by index_select
+    its order is fixed."""
+    from seqlab.context import Context
+    features = _features(lambda: CharCNN(20, 6, 64, [3])).train()
+    g = torch.Generator().manual_seed(0)
+    chars = _chars([3, 5, 2, 4, 6] * 10, 6, seed=4)  # 50 distinct tokens
+    rows = torch.randint(0, 50, (64, 40), generator=g)  # 2,560 positions
+    ctx = Context.of(torch.ones(64, 40, dtype=torch.bool))
+    weights = torch.randn(64, 40, 64, generator=g)
+    params = list(features.parameters())
+
+    def gradients() -> list[torch.Tensor]:
+        out = features({"chars": chars, "rows": rows}, ctx)  # (64, 40, 64)
+        return torch.autograd.grad((out * weights).sum(), params)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # the varying order comes from splitting the sum over threads
+    try:
+        first = gradients()
+        for _ in range(30):
+            assert all(torch.equal(a, b) for a, b in zip(first, gradients()))
+    finally:
+        torch.set_num_threads(threads)

@@ -487,3 +487,14 @@ def test_lattice_words_start_from_a_vectors_file(tmp_path):
     with pytest.raises(SeqlabError, match="4 dimensions but the feature's dim is 8") as err:
         wrong.fit([Sentence(FIGURE1)], [], 0)
     assert "model.embedder.features.lexicon.dim" in str(err.value)
+
+
+def test_a_flat_training_step_gives_the_same_gradients_on_every_run(tmp_path):
+    """The same weights and batch give every parameter the same gradient to the bit, run after run (as
+    tests/test_training.py checks for the other models), R's lookups included."""
+    from tests.conftest import assert_same_gradients_every_run
+    corpus, lexicon = tmp_path / "train.bmes", tmp_path / "lexicon.txt"
+    make_corpus(corpus, n=64, seed=1)
+    lexicon.write_text("\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程", "工程师", "现任"]) + "\n",
+                       encoding="utf-8")
+    assert_same_gradients_every_run(config_from_dict(raw_config(corpus, lexicon)))

@@ -243,3 +243,19 @@ def test_kill_in_the_folder_swap_or_after_the_log_append_resumes_bit_identical(t
         assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
         losses = [json.loads(x)["loss"] for x in (run_dir / "log.jsonl").read_text().splitlines()]
         assert losses == pytest.approx(want_log, rel=1e-6)
+
+
+@pytest.mark.parametrize("model", ["bilstm-crf", "psa", "gcdt"])
+def test_a_training_step_gives_the_same_gradients_on_every_run(model, tmp_path):
+    """The same weights and batch give every parameter the same gradient to the bit, run after run: no operation
+    whose backward sums in a varying order (advanced indexing's index_put_ with accumulate on CPU did, in the char
+    features, once a batch is large enough to be split over threads), so a seed repeats a training run in another
+    process too."""
+    from tests.conftest import SAMPLE, assert_same_gradients_every_run, first_sentences
+    from tests.test_gcdt import gcdt_config
+    from tests.test_psa_tagger import psa_config
+    path = tmp_path / "sample.txt"
+    path.write_text(first_sentences(SAMPLE, 64), encoding="utf-8")
+    raw = {"bilstm-crf": tiny_config, "psa": psa_config, "gcdt": gcdt_config}[model](path).model_dump(mode="json")
+    raw["model"]["embedder"]["features"]["char"]["hidden"] = 64  # 64-d char vectors at every position
+    assert_same_gradients_every_run(config_from_dict(raw))

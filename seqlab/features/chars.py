@@ -242,7 +242,10 @@ class CharFeatures(FeatureModule):
             distinct = self.encoder(chars)  # (distinct_tokens, out)
         else:
             distinct = self._memoised(chars)
-        per_token = distinct[inputs["rows"]]  # (batch, seq, out)
+        rows = inputs["rows"]  # (batch, seq)
+        # index_select, not distinct[rows]: the same values, and its backward (index_add_) adds a token's gradients
+        # in a fixed order, where advanced indexing's (index_put_ with accumulate on CPU) varies from run to run
+        per_token = distinct.index_select(0, rows.reshape(-1)).view(*rows.shape, -1)  # (batch, seq, out)
         return per_token * ctx.mask.unsqueeze(-1)  # zero on padding
 
     def _memoised(self, chars: Tensor) -> Tensor:
