@@ -147,7 +147,7 @@ class LogPartition(torch.autograd.Function):
         return marg, grad_trans, grad_start, grad_end, None
 
 
-def _log_product(x: np.ndarray, log_mat: np.ndarray, exp_mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def log_product(x: np.ndarray, log_mat: np.ndarray, exp_mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """exp(x) @ exp_mat and its log, for rows x (batch, n) shifted to a maximum of 0 and exp_mat = exp(log_mat)
     (n, m). Where the product underflowed to 0 (every term below float64's range: moves penalised as disallowed
     into a tag whose emission is huge), its log is the exact log-sum-exp over (batch, n, m) rather than a floor,
@@ -191,7 +191,7 @@ class _NumpyPartition:
         self.log_trans = log_trans = trans - self.c  # (from, to)
         for t in range(1, seq_len):
             m = alpha.max(axis=1, keepdims=True)  # (batch, 1)
-            summed, log_summed = _log_product(alpha - m, log_trans, self.exp_trans)  # (batch, tags)
+            summed, log_summed = log_product(alpha - m, log_trans, self.exp_trans)  # (batch, tags)
             shifts[:, t], sums[:, t] = m, summed
             nxt = log_summed + (m + self.c) + em[:, t]
             alpha = np.where(mask[:, t, None], nxt, alpha) if padded else nxt
@@ -214,7 +214,7 @@ class _NumpyPartition:
         for t in range(seq_len - 2, -1, -1):
             v = em[:, t + 1] + beta  # (batch, to)
             mv = v.max(axis=1, keepdims=True)
-            nxt = _log_product(v - mv, log_trans_t, exp_trans_t)[1] + (mv + self.c)  # (batch, from)
+            nxt = log_product(v - mv, log_trans_t, exp_trans_t)[1] + (mv + self.c)  # (batch, from)
             beta = np.where(mask[:, t + 1, None], nxt, beta) if self.padded else nxt
             betas[:, t] = beta
         marg = np.exp(alphas + betas - self.log_z[:, None, None]) * (mask[:, :, None] * grad[:, None, None])

@@ -381,7 +381,8 @@ def test_probability_space_recursions_equal_the_log_space_ones(seed):
 def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     """Tag 0 scores 1,000 above tag 1 at step 1 but cannot be entered: in probability space every reachable
     value of that step underflows float64 to 0, so log Z and its gradients come from the log-space recursions
-    (and equal brute force); a gradient whose marginals underflow falls back the same way."""
+    (and equal brute force), as do the confidences' marginals; a gradient whose marginals underflow falls back
+    the same way."""
     import seqlab.crf_partition as partition
     allowed = torch.tensor([[False, True], [False, True]])  # nothing enters tag 0 after step 0
     crf = CRF(2, allowed=allowed).double()
@@ -393,6 +394,15 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     assert log_z.item() == pytest.approx(logsumexp(brute_all(crf, em[0].detach(), only_allowed=True).values()))
     grad, = torch.autograd.grad(log_z.sum(), [em])
     assert torch.isfinite(grad).all() and grad[0, 1].tolist() == pytest.approx([0.0, 1.0])
+
+    with torch.no_grad():  # the confidences' forward-backward (seqlab.posteriors) takes the same exact path
+        marginals = crf.marginals(em.detach(), mask)[0]
+    paths = brute_all(crf, em[0].detach())
+    expected = torch.zeros(3, 2, dtype=torch.float64)
+    for path, score in paths.items():
+        for t, y in enumerate(path):
+            expected[t, y] += math.exp(score - logsumexp(paths.values()))
+    torch.testing.assert_close(marginals, expected)
 
     em2, mask2 = padded_batch([4, 2, 3], 3, seed=5)
     inputs = _partition_inputs(make_crf(3, 5), em2, mask2)
