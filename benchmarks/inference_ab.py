@@ -1,6 +1,7 @@
 """An inference lever off (A) and on (B), interleaved in one process.
 
-    python benchmarks/inference_ab.py MODEL DATA --lever char-memo|flat-lengths|max-only-viterbi|psa-tanh|index-select|char-collate
+    python benchmarks/inference_ab.py MODEL DATA
+        --lever char-memo|flat-lengths|max-only-viterbi|psa-tanh|index-select|char-collate
         [--threads 2]
         [--reps 5]
         [--batch-sizes 1,64] [--text] [--keep-memo]
@@ -10,7 +11,8 @@ Levers: ``char-memo``: the char encoders' inference memo (``seqlab.features.char
 four lookups (``seqlab.encoders.flat.LENGTH_TABLE_ELEMENTS`` = 0); ``max-only-viterbi``: the NumPy Viterbi's
 forward of maxima only with pointers recomputed on the way back, for batches from ``seqlab.viterbi.MAX_ONLY_FROM``
 elements, against pointers kept at every step at every batch size; ``psa-tanh``: PSA's additive scores with
-``torch.tanh_`` (A, ``benchmarks/psa_reference.py``) against the sigmoid identity (B, ``seqlab.encoders.psa``); ``index-select``: the backward LSTM direction's reversals of a
+``torch.tanh_`` (A, ``benchmarks/psa_reference.py``) against the sigmoid identity (B, ``seqlab.encoders.psa``);
+``index-select``: the backward LSTM direction's reversals of a
 padded batch by ``torch.gather`` with an expanded index (A) against ``index_select`` of whole rows (B,
 ``seqlab.lstm.gather_steps``); ``char-collate``: the char featurizer's collation token by token at every batch size
 (A) against whole-array operations from ``seqlab.features.chars.COLLATE_VECTOR_FROM`` tokens on (B).

@@ -9,7 +9,8 @@ Levers: ``nadam``: torch.optim.NAdam (A) against seqlab.optim.NAdam (B); ``crf-n
 partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqlab.crf_partition.CPU_NUMPY);
 ``crf-scaled``: the NumPy recursions in log space (A) against probability space (B, seqlab.crf_partition.CPU_SCALED;
 other roundings); ``fused-sgd`` (use ``--optimizer sgd``): ``torch.optim.SGD(foreach=True)`` after
-``clip_grad_norm_`` (A) against the fused SGD taking the clipping factor (B, seqlab.training.FUSED_SGD; other roundings);
+``clip_grad_norm_`` (A) against the fused SGD taking the clipping factor (B, seqlab.training.FUSED_SGD; other
+roundings);
 ``dropout``: ``torch.nn.Dropout`` (A) against ``seqlab.dropout.Dropout`` (B; other masks from the same seed,
 so the weights differ after the first step); ``flat-lengths``: FLAT's R for pairs with words by four lookups
 (A) against one lookup in the table of sums per span lengths (B; use a FLAT ``--config``); ``gc-freeze``: the
@@ -90,8 +91,8 @@ def set_lever(lever: str, on: bool) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "fused-sgd", "dropout", "flat-lengths", "gc-freeze",
-                                             "bilstm-pair", "psa-tanh", "char-packed"], required=True)
+    p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "fused-sgd", "dropout", "flat-lengths",
+                                       "gc-freeze", "bilstm-pair", "psa-tanh", "char-packed"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")
