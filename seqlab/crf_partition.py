@@ -255,7 +255,7 @@ class _ScaledPartition:
     def __init__(self, emissions, trans, start, end, mask):
         self.inputs = (emissions, trans, start, end, mask)  # for the log-space gradient, should one underflow
         trans, start, end = (a.astype(np.float64) for a in (trans, start, end))
-        seq_len, batch, num_tags = emissions.shape[1], emissions.shape[0], emissions.shape[2]
+        batch, seq_len, num_tags = emissions.shape
         lengths = mask.sum(1)  # (batch,)
         self.padded = bool((lengths < seq_len).any())
         keep = np.ascontiguousarray(mask.T)[:, :, None]  # (seq_len, batch, 1): real steps

@@ -58,7 +58,6 @@ ENGINES = ("torch", "onnxruntime", "auto")
 #: eager): 1.53x at batch 1, 1.31x at 2, 1.21x at 4, 0.96x at 8, 0.86x at 32, 0.81x at 64 (its LSTM kernel).
 AUTO_ROWS = 4
 
-
 #: Floats of one (rows, length, length, hidden) tensor that the exported graph may make in one piece (256 MB):
 #: larger batches are run in parts. A single sentence needing 8 times this is refused (``--max-length``).
 PAIRWISE_BUDGET = 1 << 26

@@ -104,9 +104,9 @@ def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) 
     1e-6) when below 1), then the optimiser's step. A fused SGD takes the factor's inverse as its ``grad_scale``
     and divides each gradient by it inside its update, which saves a pass over every gradient (the word table's
     included); the same update to float rounding."""
-    grads = [q.grad for q in params if q.grad is not None]
     fused = isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
-    if clip and fused and grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
+    grads = [q.grad for q in params if q.grad is not None] if clip and fused else []
+    if grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
         norm = torch.nn.utils.get_total_norm(grads)
         optimizer.grad_scale = (norm + 1e-6).div_(clip).clamp_(min=1.0)  # 1 / clip_grad_norm_'s factor
         try:

@@ -14,7 +14,9 @@ from torch import Tensor
 
 
 def weights_key(params: Iterable[Tensor]) -> tuple:
-    """Each tensor's storage and version counter: an optimiser step, ``load_state_dict``, ``.to()`` or any
-    in-place change bumps one of them. A few microseconds for tens of tensors; pass a kept list rather than
-    walking ``module.parameters()`` on a hot path (50 us for the chunker)."""
+    """Each tensor's storage and version counter: ``load_state_dict``, ``.to()`` and any counted in-place change
+    bump one of them. A write that autograd does not count leaves the key as it was: one through ``.data``, or
+    PyTorch's fused optimiser kernels (its fused SGD; :class:`seqlab.optim.SGD` bumps the counters after its
+    step for that reason). A few microseconds for tens of tensors; pass a kept list rather than walking
+    ``module.parameters()`` on a hot path (50 us for the chunker)."""
     return tuple((q.data_ptr(), q._version) for q in params)
