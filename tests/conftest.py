@@ -57,6 +57,23 @@ def assert_save_load_identical(model_dir: Path, data: Path, tmp_path: Path):
     return tagger
 
 
+def assert_same_on_two_threads(tagger, sentences, **predict) -> None:
+    """On two threads, batches of 4 sentences run side by side (``seqlab.devices.run_concurrently``, one intra-op
+    thread each) and predict exactly what the same batches give one after another on one thread: tags, n-best
+    lists, confidences and explanations."""
+    import torch
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        alone = tagger.predict(sentences, batch_size=4, **predict)
+        torch.set_num_threads(2)
+        together = tagger.predict(sentences, batch_size=4, **predict)
+    finally:
+        torch.set_num_threads(before)
+    assert len(sentences) > 8  # at least three batches
+    assert [p.to_dict() for p in together] == [p.to_dict() for p in alone]
+
+
 def assert_same_gradients_every_run(config, runs: int = 15) -> None:
     """On two threads, one batch of up to 64 training sentences of ``config``'s corpus, the same weights: every
     parameter's gradient the same bits in each of ``runs`` backward passes."""

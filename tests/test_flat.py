@@ -20,11 +20,19 @@ from seqlab.data.readers import read_bmes
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_long
 from seqlab.encoders import flat as flat_module
-from seqlab.encoders.flat import KINDS, FlatConfig, RelativeSpanEncoding, lattice_mask, sinusoid, span_distances
+from seqlab.encoders.flat import (
+    KINDS,
+    FlatConfig,
+    RelativeSpanEncoding,
+    lattice_mask,
+    sinusoid,
+    span_distances,
+)
 from seqlab.errors import SeqlabError
 from seqlab.features.bigrams import BigramsConfig, bigrams
 from seqlab.features.lattice import LatticeConfig
 from seqlab.lexicon import Lexicon, jieba_dict_path, read_word_file
+from tests.conftest import assert_same_on_two_threads
 
 FIGURE1 = list("重庆人和药店")  # the paper's Figure 1: Chongqing Renhe Pharmacy
 FIGURE1_WORDS = ["重庆", "重庆人", "人和药店", "药店"]
@@ -391,6 +399,11 @@ def test_save_load_predict_identical_from_raw_text(flat_run, tmp_path):
     assert again.predict_tags(sentences, batch_size=1) == again.predict_tags(sentences)
     lattice = again.featurizers["lexicon"]
     assert "华为技术有限公司" in lattice.lexicon and len(lattice.lexicon) == 13
+
+
+def test_flat_batches_side_by_side_predict_what_one_thread_does(flat_run):
+    corpus, _, run, _ = flat_run
+    assert_same_on_two_threads(Tagger.load(run / "model"), read_bmes(corpus), confidence=True)
 
 
 def test_cli_predicts_raw_chinese_text_and_says_when_it_split(flat_run):

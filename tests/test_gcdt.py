@@ -8,13 +8,20 @@ import itertools
 import pytest
 import torch
 
+from seqlab import Tagger
 from seqlab.config import config_from_dict
 from seqlab.context import Context
+from seqlab.data.readers import read_conll
 from seqlab.decoders import LabelDTConfig, TagSet
 from seqlab.dt import DTRNN, TGRUCell
 from seqlab.encoders import GlobalContextConfig
 from seqlab.errors import SeqlabError
-from tests.conftest import assert_save_load_identical, tiny_config, train_tiny
+from tests.conftest import (
+    assert_same_on_two_threads,
+    assert_save_load_identical,
+    tiny_config,
+    train_tiny,
+)
 
 sig = torch.sigmoid
 
@@ -191,11 +198,17 @@ def test_gcdt_overfits_saves_loads(gcdt_run, tmp_path):
     assert pred.token_confidence is None and all(s.confidence is None for s in pred.spans)
 
 
+def test_gcdt_batches_side_by_side_predict_what_one_thread_does(gcdt_run):
+    path, run_dir, _ = gcdt_run
+    sentences = read_conll(path, label_column=None)
+    assert_same_on_two_threads(Tagger.load(run_dir / "model"), sentences, nbest=3)
+
+
 @pytest.mark.parametrize("placement,global_input", [("decoder_input", "decoder_input"),
                                                      ("softmax_input", "softmax_input")])
 def test_other_global_placements_learn(tmp_path, placement, global_input):
     from seqlab import train
-    from tests.conftest import first_sentences, SAMPLE
+    from tests.conftest import SAMPLE, first_sentences
     path = tmp_path / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
     raw = gcdt_config(path, placement, global_input).model_dump(mode="json")

@@ -10,7 +10,15 @@ import pytest
 
 from seqlab import Tagger, train
 from seqlab.config import config_from_dict
-from tests.conftest import SAMPLE, assert_save_load_identical, first_sentences, tiny_config, train_tiny
+from seqlab.data.readers import read_conll
+from tests.conftest import (
+    SAMPLE,
+    assert_same_on_two_threads,
+    assert_save_load_identical,
+    first_sentences,
+    tiny_config,
+    train_tiny,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,3 +90,9 @@ def test_early_variant_and_softmax_decoder_train(tmp_path):
     raw["train"]["max_epochs"] = 30
     result = train(config_from_dict(raw), tmp_path / "run", progress=False)
     assert result.dev["f1"] > 95.0
+
+
+def test_psa_batches_side_by_side_predict_what_one_thread_does(psa_run):
+    path, run, _ = psa_run
+    sentences = read_conll(path, label_column=None)
+    assert_same_on_two_threads(Tagger.load(run / "model"), sentences, explain=True, confidence=True, nbest=2)

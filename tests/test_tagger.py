@@ -191,3 +191,37 @@ def test_small_cpu_batches_run_on_one_thread_and_the_setting_is_restored():
         assert torch.get_num_threads() == 2  # restored on an error too
     finally:
         torch.set_num_threads(before)
+
+
+def test_batches_side_by_side_on_two_threads_predict_what_one_thread_does(trained, monkeypatch):
+    """On two threads, batches of more than SMALL_BATCH sentences run two at a time (one intra-op thread each):
+    tags, n-best lists and confidences are those of the same batches one after another on one thread."""
+    import threading
+
+    from seqlab.devices import SMALL_BATCH
+    path, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    sentences = read_conll(path, label_column=None)
+    before = torch.get_num_threads()
+    ran_on = []
+    tag_batch = Tagger._tag_batch
+
+    def spy(self, batch, *args):
+        ran_on.append((threading.current_thread().name, len(batch.index), torch.get_num_threads()))
+        return tag_batch(self, batch, *args)
+    monkeypatch.setattr(Tagger, "_tag_batch", spy)
+    try:
+        torch.set_num_threads(1)
+        alone = tagger.predict(sentences, batch_size=4, nbest=2, confidence=True)
+        assert {name for name, _, _ in ran_on} == {threading.current_thread().name}
+        ran_on.clear()
+        torch.set_num_threads(2)
+        together = tagger.predict(sentences, batch_size=4, nbest=2, confidence=True)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert len(ran_on) == 5 and all(rows > SMALL_BATCH and threads == 1 for _, rows, threads in ran_on)
+    assert all(name.startswith("seqlab-batch") for name, _, _ in ran_on)
+    for a, b in zip(alone, together, strict=True):
+        assert a.tags == b.tags and a.nbest == b.nbest
+        assert a.token_confidence == b.token_confidence and a.spans == b.spans and a.token_confidence is not None

@@ -110,11 +110,18 @@ def batch_groups(items: list[Encoded], batch_size: int | None = None, batch_toke
                  pad_overhead: int | None = None) -> list[list[int]]:
     """The positions in ``items`` of each batch :func:`make_batches` makes, before collation (data-parallel
     training collates each process's share of a batch only)."""
-    order = list(range(len(items)))
+    sizes = [e.length for e in items] if length == TOKENS else [e.sizes[length] for e in items]
+    return size_groups(sizes, batch_size, batch_tokens, shuffle, rng, pad_overhead)
+
+
+def size_groups(sizes: list[int], batch_size: int | None = None, batch_tokens: int | None = None,
+                shuffle: bool = False, rng: random.Random | None = None,
+                pad_overhead: int | None = None) -> list[list[int]]:
+    """:func:`batch_groups` from the items' lengths alone (inference encodes each batch when it runs it)."""
+    order = list(range(len(sizes)))
     if shuffle:
         assert rng is not None
         rng.shuffle(order)  # random order among equal lengths
-    sizes = [e.length for e in items] if length == TOKENS else [e.sizes[length] for e in items]
     order.sort(key=sizes.__getitem__)
     groups: list[list[int]] = []
     cur: list[int] = []

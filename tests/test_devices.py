@@ -1,0 +1,73 @@
+"""Where the network runs and on how many threads: batches side by side on CPU (``run_concurrently``)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from seqlab.devices import run_concurrently
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture
+def two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_items_run_on_pool_threads_of_one_intra_op_thread_each_in_the_callers_mode(two_threads):
+    seen = {}
+
+    def record(item):
+        seen[item] = (threading.current_thread().name, torch.get_num_threads(), torch.is_inference_mode_enabled())
+    with torch.inference_mode():
+        run_concurrently(record, range(6), CPU)
+    assert sorted(seen) == list(range(6))
+    assert all(name.startswith("seqlab-batch") and threads == 1 and inference
+               for name, threads, inference in seen.values())
+    assert torch.get_num_threads() == 2  # restored
+    run_concurrently(record, [7, 8], CPU)
+    assert not seen[7][2] and not seen[8][2]  # outside inference mode, the threads are too
+
+
+def test_one_thread_one_item_or_a_gpu_run_in_the_callers_thread(two_threads):
+    where = []
+    run_concurrently(lambda _: where.append(threading.current_thread()), [1], CPU)
+    run_concurrently(lambda _: where.append(threading.current_thread()), [1, 2], torch.device("cuda"))
+    torch.set_num_threads(1)
+    run_concurrently(lambda _: where.append(threading.current_thread()), [1, 2], CPU)
+    assert where == [threading.current_thread()] * 5
+
+
+def test_the_first_error_in_item_order_is_raised_after_every_started_item_finished(two_threads):
+    done = []
+
+    def work(item):
+        if item in (3, 1):
+            raise ValueError(f"item {item}")
+        done.append(item)
+    with pytest.raises(ValueError, match="item 1"):
+        run_concurrently(work, range(8), CPU)
+    assert sorted(done) == [0, 2, 4, 5, 6, 7]  # the others all ran: no half-written results left running
+    assert torch.get_num_threads() == 2
+
+
+def test_a_second_caller_meanwhile_runs_its_items_in_its_own_thread(two_threads):
+    inner_threads = []
+    release = threading.Event()
+
+    def outer(item):
+        if item == 0:  # while this section runs, another thread asks for one
+            t = threading.Thread(target=lambda: run_concurrently(
+                lambda _: inner_threads.append(threading.current_thread().name), [1, 2], CPU), name="second")
+            t.start()
+            t.join()
+            release.set()
+        release.wait(5)
+    run_concurrently(outer, [0, 1], CPU)
+    assert inner_threads == ["second", "second"]
