@@ -141,6 +141,34 @@ def test_inference_memo_is_bounded_and_survives_deepcopy(monkeypatch):
         assert torch.allclose(_run(twin, batch), twin.encoder(batch), atol=1e-6)
 
 
+def test_inference_memo_from_two_threads_at_once_gives_the_encoder_output():
+    """Batches tagged side by side share the memo: each thread's overlapping batches get the encoder's vectors,
+    and every token ends up with one row, whichever thread added it."""
+    import threading
+    features = _features(lambda: CharCNN(20, 6, 8, [1, 3]))
+    batches = [_chars([2, 3, 4, 5, 6], 7, seed=s % 7) for s in range(40)]  # 7 distinct batches, each 5 tokens
+    with torch.no_grad():
+        expected = [features.encoder(b) for b in batches]
+    wrong = []
+
+    def tag(part):
+        with torch.no_grad():
+            for k in part:
+                if not torch.equal(_run(features, batches[k]), expected[k]):
+                    wrong.append(k)
+    threads = [threading.Thread(target=tag, args=(range(i, 40, 2),)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    memo = features._memo
+    assert not wrong
+    assert len(memo.rows) == 35 and len(set(memo.rows.values())) == 35 and 35 <= memo.used <= 70
+    with torch.no_grad():
+        for b, e in zip(batches[:7], expected):
+            assert torch.equal(_run(features, b), e)
+
+
 def test_inference_memo_follows_weights_loaded_by_assignment():
     """load_state_dict(assign=True) replaces the Parameter objects: the memo must not serve the old ones."""
     features = _features(lambda: CharCNN(20, 6, 8, 3))

@@ -249,32 +249,43 @@ class CharFeatures(FeatureModule):
         return per_token * ctx.mask.unsqueeze(-1)  # zero on padding
 
     def _memoised(self, chars: Tensor) -> Tensor:
-        """(distinct_tokens, out): memoised rows, the encoder run once on the rest."""
+        """(distinct_tokens, out): memoised rows, the encoder run once on the rest. The lock is held to look
+        rows up and to add new ones, not while the encoder runs: batches tagged side by side
+        (:func:`seqlab.devices.run_concurrently`) each encode their new tokens at the same time."""
         if len(chars) > MEMO_FLOATS // self.output_dim:
             return self.encoder(chars)  # more distinct tokens than a memo holds
+        ids = chars.numpy()
+        lengths = np.count_nonzero(ids, axis=1)  # padding only after the characters
+        names = [row[:n].tobytes() for row, n in zip(ids, lengths)]
         with self._memo_lock:
-            return self._lookup(chars)
+            memo = self._current_memo(len(chars))
+            where = np.fromiter((memo.rows.get(b, -1) for b in names), dtype=np.int64, count=len(names))
+        new = np.flatnonzero(where < 0)
+        if not len(new):
+            return memo.table[torch.from_numpy(where)]  # (distinct_tokens, out)
+        fresh = self.encoder(chars[torch.from_numpy(new)])  # (new, out): tokens not seen before
+        with self._memo_lock:
+            if self._memo is memo and not memo.full(len(new)):  # else: computed again when next seen
+                start = memo.used
+                memo.table[start: start + len(new)] = fresh
+                memo.used += len(new)
+                for i, j in enumerate(new):  # a token another batch added meanwhile keeps that row
+                    memo.rows.setdefault(names[j], start + i)
+        # rows once written never change, so they are read without the lock
+        out = memo.table.index_select(0, torch.from_numpy(np.maximum(where, 0)))  # (distinct_tokens, out)
+        out[torch.from_numpy(new)] = fresh
+        return out
 
-    def _lookup(self, chars: Tensor) -> Tensor:
+    def _current_memo(self, tokens: int) -> TokenMemo:
+        """The memo for the current weights with room for ``tokens`` more rows (a new one if not)."""
         params = self.__dict__.get("_params")
         if params is None:  # kept until a load or .to() (_forget); an optimiser step bumps the versions
             params = self.__dict__["_params"] = list(self.encoder.parameters())
         key = weights_key(params)
         memo = self._memo
-        if memo is None or memo.key != key or memo.full(len(chars)):
+        if memo is None or memo.key != key or memo.full(tokens):
             memo = self._memo = TokenMemo(key, self.output_dim, params[0].dtype)
-        ids = chars.numpy()
-        lengths = np.count_nonzero(ids, axis=1)  # padding only after the characters
-        names = [row[:n].tobytes() for row, n in zip(ids, lengths)]
-        where = np.fromiter((memo.rows.get(b, -1) for b in names), dtype=np.int64, count=len(names))
-        new = np.flatnonzero(where < 0)
-        if len(new):  # tokens not seen before (two tokens cut to the same ids just take two rows)
-            start = memo.used
-            memo.table[start: start + len(new)] = self.encoder(chars[torch.from_numpy(new)])
-            memo.used += len(new)
-            for i, j in enumerate(new):
-                where[j] = memo.rows[names[j]] = start + i
-        return memo.table[torch.from_numpy(where)]  # (distinct_tokens, out)
+        return memo
 
 
 #: From this many tokens in a batch on, collation finds the distinct tokens with whole-array operations.
