@@ -18,7 +18,7 @@ new_impl = CRF._log_partition
 def old_impl(self, emissions, mask):
     emissions, mask, _ = self._trim(emissions, mask)
     trans, start, end = self._potentials()
-    alphas = alpha_recursion(emissions, trans, start, mask).alphas  # recorded by autograd
+    alphas = alpha_recursion(emissions, trans, start, mask)  # recorded by autograd
     return torch.logsumexp(alphas[:, -1] + end, dim=1)
 overrides = sys.argv[1:]
 config = load_config("configs/chunking-bilstm-crf.yaml", overrides); seed_everything(1)

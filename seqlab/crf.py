@@ -230,9 +230,9 @@ class CRF(nn.Module):
         if emissions.device.type == "cpu" and not (torch.is_grad_enabled() and emissions.requires_grad):
             fb = forward_backward(*(x.detach().numpy() for x in (emissions, mask, trans, start, end)))
             return torch.from_numpy(fb.alphas), torch.from_numpy(fb.betas), torch.from_numpy(fb.log_z), mask
-        fwd = alpha_recursion(emissions, trans, start, mask)
-        log_z = torch.logsumexp(fwd.alphas[:, -1] + end, dim=1)  # (batch,)
-        return fwd.alphas, beta_recursion(emissions, trans, end, mask), log_z, mask
+        alphas = alpha_recursion(emissions, trans, start, mask)
+        log_z = torch.logsumexp(alphas[:, -1] + end, dim=1)  # (batch,)
+        return alphas, beta_recursion(emissions, trans, end, mask), log_z, mask
 
     def marginals(self, emissions: Tensor, mask: Tensor | None = None, temperature: float = 1.0) -> Tensor:
         """Posterior tag marginals p(y_t = j | x), (batch, seq_len, num_tags), by forward-backward.

@@ -3,8 +3,7 @@
 Training spends much of a CRF's time in the forward recursion's tens of small operations per time step,
 and autograd records each of them and replays about twice as many in the backward pass. The gradient
 of log Z is known in closed form, so :class:`LogPartition` runs the recursion without recording and
-computes the gradient with one backward recursion (beta, the same shifted matrix products as the forward
-one) and a few whole-tensor operations, the pair marginals' sum included as one matrix product:
+computes the gradient with one backward recursion (beta) and a few whole-tensor operations:
 
 * d log Z / d emissions[b, t, j] = p(y_t = j | x_b)                          (token marginals)
 * d log Z / d start[j]           = sum_b p(y_0 = j | x_b)
@@ -15,7 +14,7 @@ On CPU the recursions and the gradient run in NumPy float64 (one BLAS thread): a
 chunker 1.08x (NAdam) and 1.10x (SGD) faster than with these PyTorch operations (BENCHMARKS.md), the gradient equal
 to theirs to float32 rounding (tests/test_crf.py). There they run in probability space, each step's vector rescaled
 to sum 1 (:class:`_ScaledPartition`: about half the NumPy calls of the log-space recursions, which remain for the
-rare batch whose probabilities underflow float64). The PyTorch recursions run on GPUs.
+rare batch whose probabilities underflow float64). Elsewhere (GPUs) the PyTorch recursions run, in exact log space.
 
 The two recursions (:func:`alpha_recursion`, :func:`beta_recursion`) are also what the CRF's marginals,
 span probabilities and confidences use (:meth:`seqlab.crf.CRF._forward_backward`). The gradient equals
@@ -24,8 +23,6 @@ autograd's through the recorded forward recursion up to float rounding (tests/te
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 from torch import Tensor
@@ -33,70 +30,46 @@ from torch.autograd.function import once_differentiable
 
 from seqlab.blas import one_blas_thread
 
-
-@dataclass
-class Alphas:
-    """The forward recursion's results: ``alphas`` (batch, seq_len, tags), alpha_t[j] the log-sum of every
-    prefix ending in j at t (its emission included; padded steps keep the last real one); per step t the
-    shift ``shifts`` (batch, seq_len, 1) = max_i alpha_{t-1}[i] and the shifted sums ``sums`` (batch,
-    seq_len, tags) = sum_i exp(alpha_{t-1}[i] - shift + trans[i, j] - c), unclamped; ``exp_trans`` =
-    exp(trans - c) (from, to) with c = max(trans)."""
-
-    alphas: Tensor
-    shifts: Tensor
-    sums: Tensor
-    exp_trans: Tensor
-    c: Tensor
+#: Pair marginals of the PyTorch gradient are summed over blocks of time steps of at most this many
+#: (batch x steps x tags x tags) elements: memory stays bounded for long sentences and large tag sets.
+PAIR_BLOCK = 1 << 24
 
 
-def alpha_recursion(emissions: Tensor, trans: Tensor, start: Tensor, mask: Tensor) -> Alphas:
-    """log-sum-exp over predecessors as a matrix product in probability space, shifted for stability:
-    logsumexp_i(alpha[i] + trans[i, j]) = log(exp(alpha - m) @ exp(trans - c))[j] + m + c; a GEMM is several
-    times faster on CPU than a (batch, tags, tags) logsumexp. Inputs as :class:`LogPartition`'s."""
+def alpha_recursion(emissions: Tensor, trans: Tensor, start: Tensor, mask: Tensor) -> Tensor:
+    """(batch, seq_len, tags): alpha_t[j], the log-sum of every prefix ending in j at t (its emission included;
+    padded steps keep the last real one), by an exact log-sum-exp over (batch, from, to) each step. Exact where
+    a shifted matrix product in probability space is not: there a state reached only through moves penalised as
+    disallowed, or only from states far below the step's best, underflows to 0, and no floor for its log is
+    right when its emission is large (a floor of log(tiny) once put log Z near 113 where it is 1.4). These
+    recursions run on GPUs, for marginals with gradients, and for dtypes NumPy does not take; CPU training
+    uses :class:`_ScaledPartition`. Inputs as :class:`LogPartition`'s."""
     batch, seq_len, num_tags = emissions.shape
     padded = not bool(mask.all())
-    c = trans.max().detach()
-    exp_trans = (trans - c).exp()  # (from, to); disallowed moves become exactly 0
-    tiny = torch.finfo(emissions.dtype).tiny  # log(0) guard: states reachable only by disallowed moves
     mask_t = mask.unsqueeze(2)  # (batch, seq_len, 1)
     alphas = emissions.new_empty(batch, seq_len, num_tags)
-    shifts = emissions.new_zeros(batch, seq_len, 1)
-    sums = emissions.new_ones(batch, seq_len, num_tags)
     alpha = start + emissions[:, 0]  # (batch, tags)
     alphas[:, 0] = alpha
     for t in range(1, seq_len):
-        m = alpha.max(dim=1, keepdim=True).values.detach()  # (batch, 1)
-        summed = (alpha - m).exp() @ exp_trans  # (batch, tags)
-        shifts[:, t], sums[:, t] = m, summed
-        nxt = summed.clamp_min(tiny).log() + (m + c) + emissions[:, t]
+        nxt = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emissions[:, t]  # over (batch, from, to)
         alpha = torch.where(mask_t[:, t], nxt, alpha) if padded else nxt
         alphas[:, t] = alpha
-    return Alphas(alphas, shifts, sums, exp_trans, c)
+    return alphas
 
 
-def beta_recursion(emissions: Tensor, trans: Tensor, end: Tensor, mask: Tensor,
-                   product: bool = False) -> Tensor:
+def beta_recursion(emissions: Tensor, trans: Tensor, end: Tensor, mask: Tensor) -> Tensor:
     """(batch, seq_len, tags): beta_t[i], the log-sum of every continuation after step t from tag i (its
-    emission excluded); it stays ``end`` on a row's last real step and on its padding. ``product``: as the
-    shifted matrix product of :func:`alpha_recursion` (faster, for the training gradient); else an exact
-    per-row logsumexp, whose float32 results do not depend on the batch's other rows (for the marginals and
-    confidences that predictions report, equal at any batch size)."""
+    emission excluded); it stays ``end`` on a row's last real step and on its padding. An exact per-row
+    log-sum-exp, whose float32 results do not depend on the batch's other rows (the marginals and confidences
+    that predictions report are equal at any batch size)."""
     batch, seq_len, num_tags = emissions.shape
     padded = not bool(mask.all())
-    tiny = torch.finfo(emissions.dtype).tiny
-    c = trans.max().detach()
-    exp_trans_t = (trans - c).exp().T  # (to, from)
     mask_t = mask.unsqueeze(2)  # (batch, seq_len, 1)
     betas = emissions.new_empty(batch, seq_len, num_tags)
     beta = end.expand(batch, num_tags)  # (batch, tags)
     betas[:, seq_len - 1] = beta
     for t in range(seq_len - 2, -1, -1):
         v = emissions[:, t + 1] + beta  # (batch, to)
-        if product:
-            mv = v.max(dim=1, keepdim=True).values  # (batch, 1)
-            nxt = ((v - mv).exp() @ exp_trans_t).clamp_min(tiny).log() + (mv + c)  # (batch, from)
-        else:
-            nxt = torch.logsumexp(trans + v.unsqueeze(1), dim=2)  # (batch, from)
+        nxt = torch.logsumexp(trans + v.unsqueeze(1), dim=2)  # (batch, from)
         beta = torch.where(mask_t[:, t + 1], nxt, beta) if padded else nxt
         betas[:, t] = beta
     return betas
@@ -117,9 +90,9 @@ class LogPartition(torch.autograd.Function):
             ctx.dtypes = [x.dtype for x in (emissions, trans, start, end)]  # the gradients' dtypes
             return torch.from_numpy(ctx.numpy.log_z).to(emissions.dtype)
         ctx.numpy = None
-        fwd = alpha_recursion(emissions, trans, start, mask)
-        log_z = torch.logsumexp(fwd.alphas[:, -1] + end, dim=1)  # (batch,): padded rows carry their last alpha
-        ctx.save_for_backward(emissions, trans, fwd.exp_trans, end, mask, fwd.alphas, fwd.shifts, fwd.sums, log_z)
+        alphas = alpha_recursion(emissions, trans, start, mask)
+        log_z = torch.logsumexp(alphas[:, -1] + end, dim=1)  # (batch,): padded rows carry their last alpha
+        ctx.save_for_backward(emissions, trans, end, mask, alphas, log_z)
         return log_z
 
     @staticmethod
@@ -129,21 +102,25 @@ class LogPartition(torch.autograd.Function):
             with one_blas_thread():
                 grads = ctx.numpy.gradients(grad.detach().to(torch.float64).numpy())
             return (*(torch.from_numpy(g).to(d) for g, d in zip(grads, ctx.dtypes)), None)
-        emissions, trans, exp_trans, end, mask, alphas, shifts, sums, log_z = ctx.saved_tensors
+        emissions, trans, end, mask, alphas, log_z = ctx.saved_tensors
         num_tags = emissions.shape[2]
-        tiny = torch.finfo(emissions.dtype).tiny
-        betas = beta_recursion(emissions, trans, end, mask, product=True)
+        betas = beta_recursion(emissions, trans, end, mask)
         weight = grad[:, None, None]  # (batch, 1, 1)
         marg = (alphas + betas - log_z[:, None, None]).exp().masked_fill(~mask.unsqueeze(2), 0.0) * weight
         grad_start = marg[:, 0].sum(0)  # (tags,)
         last = (mask.sum(1) - 1)[:, None, None].expand(-1, 1, num_tags)  # (batch, 1, tags)
         grad_end = ((alphas.gather(1, last).squeeze(1) + end - log_z[:, None]).exp() * grad[:, None]).sum(0)
-        # pair marginals summed over rows and steps: p(y_{t-1} = i, y_t = j) = x_t[i] exp_trans[i, j] y_t[j]
-        # with x_t = exp(alpha_{t-1} - m_t) and y_t = p(y_t = j) / sums_t[j] (0 where the sum was clamped),
-        # which is one matrix product over all (row, step) pairs
-        x = (alphas[:, :-1] - shifts[:, 1:]).exp()  # (batch, seq_len - 1, from)
-        y = marg[:, 1:] / sums[:, 1:].clamp_min(tiny) * (sums[:, 1:] > tiny)  # (batch, seq_len - 1, to)
-        grad_trans = (x.reshape(-1, num_tags).T @ y.reshape(-1, num_tags)) * exp_trans  # (from, to)
+        # pair marginals p(y_{t-1} = i, y_t = j) = exp(alpha_{t-1}[i] + trans[i, j] + emission_t[j] + beta_t[j]
+        # - log Z), exact in log space, summed over rows and real steps t >= 1, in blocks of steps
+        into = emissions[:, 1:] + betas[:, 1:] - log_z[:, None, None]  # (batch, seq_len - 1, to)
+        into = into.masked_fill(~mask[:, 1:, None], float("-inf"))  # padded steps: no pairs (exp gives 0)
+        prev = alphas[:, :-1]  # (batch, seq_len - 1, from): alpha_{t-1} beside step t's into
+        weight_t = grad[:, None, None, None]  # (batch, 1, 1, 1)
+        grad_trans = torch.zeros_like(trans)  # (from, to)
+        block = max(1, PAIR_BLOCK // max(1, emissions.shape[0] * num_tags * num_tags))
+        for t in range(0, emissions.shape[1] - 1, block):
+            pair = prev[:, t:t + block, :, None] + trans + into[:, t:t + block, None, :]  # (batch, steps, from, to)
+            grad_trans += (pair.exp() * weight_t).sum((0, 1))
         return marg, grad_trans, grad_start, grad_end, None
 
 

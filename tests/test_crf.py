@@ -321,7 +321,7 @@ def test_hand_written_log_partition_gradient_equals_autograd(seed):
     got = torch.autograd.grad((log_z * weights).sum(), inputs)
     trimmed, tmask, _ = crf._trim(em, mask)
     trans, start, end = crf._potentials()
-    alphas = alpha_recursion(trimmed, trans, start, tmask).alphas  # recorded by autograd, outside the Function
+    alphas = alpha_recursion(trimmed, trans, start, tmask)  # recorded by autograd, outside the Function
     reference = torch.logsumexp(alphas[:, -1] + end, dim=1)
     # the same recursion; on CPU log Z runs in NumPy, whose vectorised exp/log may round differently from torch's
     torch.testing.assert_close(log_z, reference, atol=1e-12, rtol=1e-12)
@@ -335,6 +335,7 @@ def test_log_partition_in_numpy_equals_the_torch_recursions(seed, monkeypatch):
     """On CPU, LogPartition runs in NumPy float64; the PyTorch recursions (kept for GPUs) give the same log Z
     and gradients: to float64 rounding on float64 inputs, to float32 rounding on the float32 a model trains in."""
     import seqlab.crf_partition as partition
+    monkeypatch.setattr(partition, "PAIR_BLOCK", 1 if seed % 3 == 0 else partition.PAIR_BLOCK)  # a step a block
     num_tags, batch, seq_len = 2 + seed % 6, 1 + seed % 4, 1 + seed % 9
     for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 2e-5)):
         crf = make_crf(num_tags, seed, constrained=seed % 2 == 1).to(dtype)
@@ -411,6 +412,34 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     scaled.alphas[1, 0] = 0.0  # as if row 0's probabilities at step 1 had underflowed
     for got, expected in zip(scaled.gradients(weights), partition._NumpyPartition(*inputs).gradients(weights)):
         torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
+
+
+def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(monkeypatch):
+    """The PyTorch recursions (GPUs; marginals with gradients) in float32: tag 0 cannot be entered after step 0 and
+    has an emission of 200 at step 1. exp(penalty) is 0 in float32, so that state's product underflows; its log
+    must stay far below the allowed paths (it was floored at log(tiny) = -87, so 200 - 87 outweighed them and log
+    Z came out near 113). log Z, its gradient and the marginals with gradients equal brute force over the
+    allowed paths, and every gradient is finite."""
+    import seqlab.crf_partition as partition
+    monkeypatch.setattr(partition, "CPU_NUMPY", False)
+    allowed = torch.tensor([[False, True], [False, True]])
+    crf = CRF(2, allowed=allowed)
+    em = torch.tensor([[[0.0, 0.0], [200.0, 0.0], [0.0, 0.5], [0.3, 0.1]]], requires_grad=True)
+    mask = torch.ones(1, 4, dtype=torch.bool)
+    paths = brute_all(crf, em[0].detach().double(), only_allowed=True)
+    log_z = crf.log_partition(em, mask)
+    assert log_z.item() == pytest.approx(logsumexp(paths.values()), abs=1e-4)
+    grad, = torch.autograd.grad(log_z.sum(), [em])
+    expected = torch.zeros(4, 2)
+    for path, score in paths.items():
+        for t, y in enumerate(path):
+            expected[t, y] += math.exp(score - logsumexp(paths.values()))
+    assert torch.isfinite(grad).all()
+    torch.testing.assert_close(grad[0], expected, atol=1e-5, rtol=1e-4)
+    marginals = crf.marginals(em, mask)  # with gradients: the PyTorch alpha and beta recursions
+    torch.testing.assert_close(marginals[0].detach(), expected, atol=1e-5, rtol=1e-4)
+    back, = torch.autograd.grad(marginals[0, 2, 1], [em])
+    assert torch.isfinite(back).all()
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -590,7 +619,7 @@ def test_numpy_forward_backward_equals_the_torch_recursions(constrained):
     mask = torch.arange(9)[None] < torch.tensor([9, 1, 5, 8])[:, None]
     trans, start, end = crf._potentials()
     with torch.no_grad():
-        alphas = alpha_recursion(em, trans, start, mask).alphas
+        alphas = alpha_recursion(em, trans, start, mask)
         betas = beta_recursion(em, trans, end, mask)
         log_z = torch.logsumexp(alphas[:, -1] + end, dim=1)
     fb = forward_backward(*(x.detach().numpy() for x in (em, mask, trans, start, end)))
