@@ -20,7 +20,7 @@ from seqlab.encoders import BiLSTMConfig, ParallelAttentionConfig
 from seqlab.errors import SeqlabError
 from seqlab.features.chars import CharCNN, char_type_table
 from seqlab.metrics import span_f1
-from tests.conftest import assert_save_load_identical, tiny_config, train_tiny
+from tests.conftest import assert_same_on_two_threads, assert_save_load_identical, tiny_config, train_tiny
 from tests.test_cli import assert_user_error, run
 
 
@@ -196,6 +196,13 @@ def test_att_model_overfits_saves_loads(att_run, tmp_path):
     assert result.dev["f1"] > 97.0
     tagger = assert_save_load_identical(run_dir / "model", path, tmp_path)
     assert tagger.net.embedder.casing.output_dim == 4 and tagger.net.embedder.char.output_dim == 24
+
+
+def test_att_batches_side_by_side_predict_what_one_thread_does(att_run):
+    from seqlab.data.readers import read_conll
+    path, run_dir, _ = att_run
+    sentences = read_conll(path, label_column=None)
+    assert_same_on_two_threads(Tagger.load(run_dir / "model"), sentences, explain=True, confidence=True, nbest=2)
 
 
 def test_analyze_cli_with_every_part(att_run):
