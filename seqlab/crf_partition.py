@@ -179,9 +179,10 @@ class _NumpyPartition:
         self.em, self.end, self.mask, self.padded = em, end, mask, padded
         self.alphas, self.shifts, self.sums = alphas, shifts, sums
 
-    def gradients(self, grad: np.ndarray) -> tuple[np.ndarray, ...]:
-        """d(sum_b grad_b log Z_b) / d(emissions, trans, start, end), as :meth:`LogPartition.backward`."""
-        em, mask, alphas, tiny = self.em, self.mask, self.alphas, self.tiny
+    def betas(self) -> np.ndarray:
+        """(batch, seq_len, tags): beta_t[i], the log-sum of every continuation after step t from tag i (its
+        emission excluded); it stays ``end`` on a row's last real step and on its padding."""
+        em, mask = self.em, self.mask
         batch, seq_len, num_tags = em.shape
         exp_trans_t = np.ascontiguousarray(self.exp_trans.T)  # (to, from)
         log_trans_t = self.log_trans.T  # (to, from)
@@ -194,6 +195,13 @@ class _NumpyPartition:
             nxt = log_product(v - mv, log_trans_t, exp_trans_t)[1] + (mv + self.c)  # (batch, from)
             beta = np.where(mask[:, t + 1, None], nxt, beta) if self.padded else nxt
             betas[:, t] = beta
+        return betas
+
+    def gradients(self, grad: np.ndarray) -> tuple[np.ndarray, ...]:
+        """d(sum_b grad_b log Z_b) / d(emissions, trans, start, end), as :meth:`LogPartition.backward`."""
+        mask, alphas, tiny = self.mask, self.alphas, self.tiny
+        batch, _, num_tags = alphas.shape
+        betas = self.betas()
         marg = np.exp(alphas + betas - self.log_z[:, None, None]) * (mask[:, :, None] * grad[:, None, None])
         grad_start = marg[:, 0].sum(0)  # (tags,)
         last = alphas[np.arange(batch), mask.sum(1) - 1]  # (batch, tags)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seqlab.blas import one_blas_thread
-from seqlab.crf_partition import log_product
+from seqlab.crf_partition import _NumpyPartition
 
 
 @dataclass
@@ -37,33 +37,5 @@ def forward_backward(emissions: np.ndarray, mask: np.ndarray, trans: np.ndarray,
     True; ``trans`` (from, to), ``start`` and ``end`` (tags,) with the (finite) constraint penalties added.
     Computed in float64; each step's log-sum-exp over the previous tags is a matrix product in probability
     space, shifted by the row's maximum: log(exp(a - m) @ exp(trans - c)) + m + c."""
-    emissions = emissions.astype(np.float64, copy=False)
-    trans, start, end = (a.astype(np.float64, copy=False) for a in (trans, start, end))
-    batch, seq_len, num_tags = emissions.shape
-    padded = not bool(mask.all())
-    c = trans.max()
-    exp_trans = np.exp(trans - c)  # (from, to)
-    exp_trans_t = np.ascontiguousarray(exp_trans.T)  # (to, from)
-    log_trans = trans - c  # (from, to); where a product underflows (a state that only disallowed moves reach),
-    # log_product takes its exact log-sum-exp instead of a floor
-    alphas = np.empty((batch, seq_len, num_tags))
-    alpha = start + emissions[:, 0]  # (batch, tags)
-    alphas[:, 0] = alpha
-    for t in range(1, seq_len):
-        m = alpha.max(axis=1, keepdims=True)  # (batch, 1)
-        nxt = log_product(alpha - m, log_trans, exp_trans)[1] + (m + c) + emissions[:, t]  # (batch, to)
-        alpha = np.where(mask[:, t, None], nxt, alpha) if padded else nxt
-        alphas[:, t] = alpha
-    betas = np.empty((batch, seq_len, num_tags))
-    beta = np.broadcast_to(end, (batch, num_tags))  # (batch, tags)
-    betas[:, seq_len - 1] = beta
-    for t in range(seq_len - 2, -1, -1):
-        v = emissions[:, t + 1] + beta  # (batch, to)
-        m = v.max(axis=1, keepdims=True)  # (batch, 1)
-        nxt = log_product(v - m, log_trans.T, exp_trans_t)[1] + (m + c)  # (batch, from)
-        beta = np.where(mask[:, t + 1, None], nxt, beta) if padded else nxt
-        betas[:, t] = beta
-    last = alphas[:, -1] + end  # (batch, tags): padded rows carry their last alpha
-    m = last.max(axis=1, keepdims=True)
-    log_z = np.log(np.exp(last - m).sum(axis=1)) + m[:, 0]  # (batch,)
-    return ForwardBackward(alphas, betas, log_z)
+    recursions = _NumpyPartition(emissions, trans, start, end, mask)  # the alphas and log Z of the CRF's loss
+    return ForwardBackward(recursions.alphas, recursions.betas(), recursions.log_z)

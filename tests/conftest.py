@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -57,21 +58,31 @@ def assert_save_load_identical(model_dir: Path, data: Path, tmp_path: Path):
     return tagger
 
 
-def assert_same_on_two_threads(tagger, sentences, **predict) -> None:
-    """On two threads, batches of 4 sentences run side by side (``seqlab.devices.run_concurrently``, one intra-op
-    thread each) and predict exactly what the same batches give one after another on one thread: tags, n-best
-    lists, confidences and explanations."""
+@contextmanager
+def torch_threads(n: int):
+    """PyTorch's intra-op thread count set to ``n`` for the block, the previous one restored after it."""
     import torch
     before = torch.get_num_threads()
+    torch.set_num_threads(n)
     try:
-        torch.set_num_threads(1)
-        alone = tagger.predict(sentences, batch_size=4, **predict)
-        torch.set_num_threads(2)
-        together = tagger.predict(sentences, batch_size=4, **predict)
+        yield
     finally:
         torch.set_num_threads(before)
+
+
+def assert_same_on_two_threads(tagger, sentences, **predict) -> list:
+    """On two threads, batches of 4 sentences run side by side (``seqlab.devices.run_concurrently``, one intra-op
+    thread each) and predict exactly what the same batches give one after another on one thread: tags, n-best
+    lists, confidences and explanations. Returns the predictions."""
+    import torch
+    with torch_threads(1):
+        alone = tagger.predict(sentences, batch_size=4, **predict)
+    with torch_threads(2):
+        together = tagger.predict(sentences, batch_size=4, **predict)
+        assert torch.get_num_threads() == 2  # restored after the batches ran on one thread each
     assert len(sentences) > 8  # at least three batches
     assert [p.to_dict() for p in together] == [p.to_dict() for p in alone]
+    return together
 
 
 def assert_same_gradients_every_run(config, runs: int = 15) -> None:
@@ -87,15 +98,11 @@ def assert_same_gradients_every_run(config, runs: int = 15) -> None:
     batch = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, 64, None)[0]
     net = tagger.net.train()
     params = [p for p in net.parameters() if p.requires_grad]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)  # a varying order of summation comes from splitting the work over threads
-    try:
+    with torch_threads(2):  # a varying order of summation comes from splitting the work over threads
         first = torch.autograd.grad(net.loss(batch).sum(), params)
         for _ in range(runs):
             again = torch.autograd.grad(net.loss(batch).sum(), params)
             assert all(torch.equal(a, b) for a, b in zip(first, again))
-    finally:
-        torch.set_num_threads(threads)
 
 
 def tiny_config(path: Path, **over) -> object:

@@ -8,16 +8,15 @@ import pytest
 import torch
 
 from seqlab.devices import run_concurrently
+from tests.conftest import torch_threads
 
 CPU = torch.device("cpu")
 
 
 @pytest.fixture
 def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(2):
+        yield
 
 
 def test_items_run_on_pool_threads_of_one_intra_op_thread_each_in_the_callers_mode(two_threads):

@@ -8,6 +8,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from seqlab.features.chars import CharCNN, CharLSTM
+from tests.conftest import torch_threads
 
 
 def _chars(lengths: list[int], width: int, seed: int = 0) -> torch.Tensor:
@@ -236,11 +237,7 @@ def test_char_features_gradients_are_the_same_bits_on_every_run():
         out = features({"chars": chars, "rows": rows}, ctx)  # (64, 40, 64)
         return torch.autograd.grad((out * weights).sum(), params)
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)  # the varying order comes from splitting the sum over threads
-    try:
+    with torch_threads(2):  # the varying order comes from splitting the sum over threads
         first = gradients()
         for _ in range(30):
             assert all(torch.equal(a, b) for a, b in zip(first, gradients()))
-    finally:
-        torch.set_num_threads(threads)

@@ -10,7 +10,7 @@ import torch
 from seqlab import Tagger, train
 from seqlab.data.readers import read_conll
 from seqlab.data.sentence import Sentence
-from tests.conftest import tiny_config, train_tiny
+from tests.conftest import assert_same_on_two_threads, tiny_config, train_tiny
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +202,6 @@ def test_batches_side_by_side_on_two_threads_predict_what_one_thread_does(traine
     path, run, _ = trained
     tagger = Tagger.load(run / "model")
     sentences = read_conll(path, label_column=None)
-    before = torch.get_num_threads()
     ran_on = []
     tag_batch = Tagger._tag_batch
 
@@ -210,18 +209,9 @@ def test_batches_side_by_side_on_two_threads_predict_what_one_thread_does(traine
         ran_on.append((threading.current_thread().name, len(batch.index), torch.get_num_threads()))
         return tag_batch(self, batch, *args)
     monkeypatch.setattr(Tagger, "_tag_batch", spy)
-    try:
-        torch.set_num_threads(1)
-        alone = tagger.predict(sentences, batch_size=4, nbest=2, confidence=True)
-        assert {name for name, _, _ in ran_on} == {threading.current_thread().name}
-        ran_on.clear()
-        torch.set_num_threads(2)
-        together = tagger.predict(sentences, batch_size=4, nbest=2, confidence=True)
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
-    assert len(ran_on) == 5 and all(rows > SMALL_BATCH and threads == 1 for _, rows, threads in ran_on)
-    assert all(name.startswith("seqlab-batch") for name, _, _ in ran_on)
-    for a, b in zip(alone, together, strict=True):
-        assert a.tags == b.tags and a.nbest == b.nbest
-        assert a.token_confidence == b.token_confidence and a.spans == b.spans and a.token_confidence is not None
+    together = assert_same_on_two_threads(tagger, sentences, nbest=2, confidence=True)  # asserts the count restored
+    alone, side_by_side = ran_on[:5], ran_on[5:]  # the helper tags on one thread first, then on two
+    assert {name for name, _, _ in alone} == {threading.current_thread().name}
+    assert len(side_by_side) == 5 and all(rows > SMALL_BATCH and threads == 1 for _, rows, threads in side_by_side)
+    assert all(name.startswith("seqlab-batch") for name, _, _ in side_by_side)
+    assert all(p.token_confidence is not None and p.nbest for p in together)

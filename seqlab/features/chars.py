@@ -261,19 +261,18 @@ class CharFeatures(FeatureModule):
             memo = self._current_memo(len(chars))
             where = np.fromiter((memo.rows.get(b, -1) for b in names), dtype=np.int64, count=len(names))
         new = np.flatnonzero(where < 0)
-        if not len(new):
-            return memo.table[torch.from_numpy(where)]  # (distinct_tokens, out)
-        fresh = self.encoder(chars[torch.from_numpy(new)])  # (new, out): tokens not seen before
-        with self._memo_lock:
-            if self._memo is memo and not memo.full(len(new)):  # else: computed again when next seen
-                start = memo.used
-                memo.table[start: start + len(new)] = fresh
-                memo.used += len(new)
-                for i, j in enumerate(new):  # a token another batch added meanwhile keeps that row
-                    memo.rows.setdefault(names[j], start + i)
         # rows once written never change, so they are read without the lock
         out = memo.table.index_select(0, torch.from_numpy(np.maximum(where, 0)))  # (distinct_tokens, out)
-        out[torch.from_numpy(new)] = fresh
+        if len(new):  # tokens not seen before
+            fresh = self.encoder(chars[torch.from_numpy(new)])  # (new, out)
+            out[torch.from_numpy(new)] = fresh
+            with self._memo_lock:
+                if self._memo is memo and not memo.full(len(new)):  # else: computed again when next seen
+                    start = memo.used
+                    memo.table[start: start + len(new)] = fresh
+                    memo.used += len(new)
+                    for i, j in enumerate(new):  # a token another batch added meanwhile keeps that row
+                        memo.rows.setdefault(names[j], start + i)
         return out
 
     def _current_memo(self, tokens: int) -> TokenMemo:
