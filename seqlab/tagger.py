@@ -23,7 +23,7 @@ from seqlab import __version__
 from seqlab.config import ExperimentConfig
 from seqlab.context import Context
 from seqlab.crf import TagPath
-from seqlab.data.batching import Batch, Encoded, collate, size_groups
+from seqlab.data.batching import Batch, Encoded, collate, collate_sentences, size_groups
 from seqlab.data.corpus import check_labels
 from seqlab.data.readers import read_raw
 from seqlab.data.schemes import IndexConverter, convert, get_spans
@@ -222,11 +222,12 @@ class Tagger:
 
         def tag(group: list[int]) -> None:  # writes the rows of this group's sentences only
             positions = [nonempty[i] for i in group]
-            encoded = self.encode([sentences[k] for k in positions])
-            batch = collate(encoded, list(range(len(encoded))), self.featurizers)
-            parts = [batch]
             if engine is not None and engine.takes(len(group)):  # pairwise tensors: big batches run in parts
-                parts = engine.parts(batch, encoded, self.featurizers)
+                encoded = self.encode([sentences[k] for k in positions])
+                parts = engine.parts(collate(encoded, list(range(len(encoded))), self.featurizers), encoded,
+                                     self.featurizers)
+            else:
+                parts = [collate_sentences([sentences[k] for k in positions], self.featurizers)]
             for part in parts:
                 self._tag_batch(part, [rows[k] for k in positions], nbest, explain, ablate, confidence)
 

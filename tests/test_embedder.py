@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -59,8 +60,8 @@ def _char_cnn_by_conv1d(enc: CharCNN, chars: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("types", [False, True])
 def test_char_cnn_in_training_packs_words_and_computes_what_conv1d_does(types):
-    """Training runs the windows over the words packed end to end, inference over the padded matrix: both
-    equal conv1d with a masked max, and the gradients equal conv1d's, for even and odd widths."""
+    """On CPU the windows run over the words packed end to end, in export and on a GPU over the padded matrix:
+    both equal conv1d with a masked max, and the gradients equal conv1d's, for even and odd widths."""
     from seqlab.features.chars import char_type_table
     torch.manual_seed(0)
     table = char_type_table(["<pad>"] + [chr(ord("a") + i) for i in range(10)] + list("ABCDE0123")) if types else None
@@ -82,6 +83,7 @@ def test_char_cnn_in_training_packs_words_and_computes_what_conv1d_does(types):
         assert torch.allclose(g, e, atol=1e-12)
     with torch.no_grad():
         assert torch.allclose(enc.eval()(chars), oracle, atol=1e-12)
+        assert torch.allclose(enc._padded(chars), oracle, atol=1e-12)  # export's and the GPU's form
 
 
 def _features(make) -> "CharFeatures":
@@ -164,10 +166,42 @@ def test_inference_memo_from_two_threads_at_once_gives_the_encoder_output():
         t.join()
     memo = features._memo
     assert not wrong
-    assert len(memo.rows) == 35 and len(set(memo.rows.values())) == 35 and 35 <= memo.used <= 70
+    assert len(memo.rows) == 35 and len(set(memo.rows.tolist())) == 35 and 35 <= memo.used <= 70
     with torch.no_grad():
         for b, e in zip(batches[:7], expected):
             assert torch.equal(_run(features, b), e)
+
+
+@pytest.mark.parametrize("multipliers", ["zeros", "ones"])
+def test_inference_memo_with_colliding_hashes_still_gives_each_token_its_own_vector(multipliers, monkeypatch):
+    """The memo finds tokens by a hash of their ids and confirms each match by the stored ids: with every hash
+    equal (all multipliers 0), or equal for every reordering and padding of the same ids (all 1), each token
+    still gets the encoder's own vector, batch after batch, from batches of any width."""
+    import seqlab.features.chars as chars_module
+    make = np.zeros if multipliers == "zeros" else np.ones
+    monkeypatch.setattr(chars_module, "_MULTIPLIERS", make(1024, dtype=np.uint64))
+    features = _features(lambda: CharCNN(20, 6, 8, [1, 3]))
+    swapped = torch.tensor([[1, 2, 0, 0], [2, 1, 0, 0], [3, 0, 0, 0], [1, 2, 3, 0]])  # sums 3, 3, 3, 6
+    batches = [swapped, _chars([3, 2, 5], 6, seed=1), swapped[[1, 0]], _chars([2, 5, 3], 9, seed=1), swapped]
+    with torch.no_grad():
+        for batch in batches:  # (the same vectors up to a product's last bit: other batches, other roundings)
+            assert torch.allclose(_run(features, batch), features.encoder(batch), atol=1e-6)
+    assert features._memo.used >= 1
+
+
+def test_inference_memo_looks_tokens_up_across_batch_widths():
+    """A token stored from a narrow batch is found in a wider one and the other way round, and a stored token
+    that a longer one begins with is not taken for it."""
+    features = _features(lambda: CharCNN(20, 6, 8, 3))
+    narrow = torch.tensor([[4, 5, 0], [4, 5, 6]])
+    wide = torch.tensor([[4, 5, 6, 7, 0, 0, 0], [4, 5, 0, 0, 0, 0, 0], [4, 5, 6, 0, 0, 0, 0]])
+    with torch.no_grad():
+        _run(features, narrow)
+        used = features._memo.used
+        assert torch.allclose(_run(features, wide), features.encoder(wide), atol=1e-6)
+        assert features._memo.used == used + 1  # only [4, 5, 6, 7] was new
+        assert torch.allclose(_run(features, narrow), features.encoder(narrow), atol=1e-6)
+        assert features._memo.used == used + 1
 
 
 def test_inference_memo_follows_weights_loaded_by_assignment():

@@ -8,12 +8,14 @@ core (mask, lengths, gold tags, original order) plus each featurizer's named ten
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import torch
+
+from seqlab.data.sentence import Sentence
 
 TOKENS = "tokens"  # the default length batches are budgeted by
 
@@ -56,6 +58,12 @@ class Collator(Protocol):
     def collate(self, items: list[Any], seq_len: int) -> dict[str, torch.Tensor]: ...
 
 
+class SentenceCollator(Protocol):
+    """What :func:`collate_sentences` needs of a featurizer."""
+
+    def collate_sentences(self, sentences: Sequence[Sentence], seq_len: int) -> dict[str, torch.Tensor]: ...
+
+
 def collate(items: list[Encoded], index: list[int], featurizers: Mapping[str, Collator]) -> Batch:
     """Pad a list of encoded sentences into a :class:`Batch`."""
     lengths = np.fromiter((e.length for e in items), dtype=np.int64, count=len(items))
@@ -69,6 +77,17 @@ def collate(items: list[Encoded], index: list[int], featurizers: Mapping[str, Co
         tags = torch.from_numpy(tags)
     feats = {name: f.collate([e.features[name] for e in items], t) for name, f in featurizers.items()}
     return Batch(torch.from_numpy(mask), torch.from_numpy(lengths), tags, index, feats)
+
+
+def collate_sentences(sentences: Sequence[Sentence], featurizers: Mapping[str, SentenceCollator]) -> Batch:
+    """:func:`collate` of the sentences (none empty) straight from their tokens, each featurizer encoding the
+    whole batch at once (:meth:`~seqlab.features.base.Featurizer.collate_sentences`): inference's path, without
+    per-sentence arrays. No tags; ``index`` is 0..n-1."""
+    lengths = np.fromiter((len(s.tokens) for s in sentences), dtype=np.int64, count=len(sentences))
+    t = int(lengths.max())
+    mask = np.arange(t)[None, :] < lengths[:, None]  # (batch, seq_len)
+    feats = {name: f.collate_sentences(sentences, t) for name, f in featurizers.items()}
+    return Batch(torch.from_numpy(mask), torch.from_numpy(lengths), None, list(range(len(sentences))), feats)
 
 
 def make_batches(items: list[Encoded], featurizers: Mapping[str, Collator], batch_size: int | None = None,

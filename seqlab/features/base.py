@@ -11,7 +11,7 @@ budget by, and a module may return None and only publish tensors into the contex
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -82,6 +82,12 @@ class Featurizer(ABC):
     def collate(self, items: list[Any], seq_len: int) -> dict[str, Tensor]:
         """Per-sentence arrays of one batch -> named tensors, padded to ``seq_len`` tokens."""
 
+    def collate_sentences(self, sentences: Sequence[Sentence], seq_len: int) -> dict[str, Tensor]:
+        """:meth:`collate` of the sentences' :meth:`encode`, in one go (inference encodes each batch as it runs
+        it). The same tensors; a featurizer that encodes token by token from a memo overrides it to look the
+        whole batch's tokens up at once, without arrays per sentence."""
+        return self.collate([self.encode(s) for s in sentences], seq_len)
+
     def size(self, encoded: Any) -> int | None:
         """A length of this feature's own for batch budgets (lattice length), or None."""
         return None
@@ -121,6 +127,40 @@ def string_list(state: Any, key: str, where: str, min_len: int = 0) -> list[str]
     return value
 
 
+#: Tokens a featurizer's memo holds at most (a long-running service sees an open vocabulary).
+MEMO_TOKENS = 1_000_000
+
+
+def memo_lookup(memo: dict[str, Any], tokens: Sequence[str], compute: Callable[[str], Any]) -> list:
+    """Each token's value from ``memo``, computed (and kept, up to ``MEMO_TOKENS``) where missing."""
+    try:
+        return [memo[t] for t in tokens]  # tokens repeat a lot: the usual case is every one found
+    except KeyError:
+        pass
+    out = []
+    for token in tokens:
+        value = memo.get(token)
+        if value is None:
+            value = compute(token)
+            if len(memo) < MEMO_TOKENS:
+                memo[token] = value
+        out.append(value)
+    return out
+
+
+def flat_tokens(sentences: Sequence[Sentence]) -> tuple[list[str], np.ndarray]:
+    """Every token of the batch, sentence after sentence, and each sentence's length (batch,)."""
+    lengths = np.fromiter((len(s.tokens) for s in sentences), dtype=np.int64, count=len(sentences))
+    return [t for s in sentences for t in s.tokens], lengths
+
+
+def pad_flat(values: Sequence[int], lengths: np.ndarray, seq_len: int) -> Tensor:
+    """Sentence after sentence ``values`` (sum(lengths),) -> (batch, seq_len) long tensor, right-padded with 0."""
+    out = np.zeros((len(lengths), seq_len), dtype=np.int64)
+    out[np.arange(seq_len)[None, :] < lengths[:, None]] = values  # row-major = sentence order
+    return torch.from_numpy(out)
+
+
 def pad_ids(arrays: list[np.ndarray], seq_len: int) -> Tensor:
     """Right-pad 1-d int arrays with 0 into a (batch, seq_len) long tensor."""
     if len(arrays) == 1:
@@ -128,6 +168,4 @@ def pad_ids(arrays: list[np.ndarray], seq_len: int) -> Tensor:
         out[0, : len(arrays[0])] = arrays[0]
         return torch.from_numpy(out)
     lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
-    out = np.zeros((len(arrays), seq_len), dtype=np.int64)
-    out[np.arange(seq_len)[None, :] < lengths[:, None]] = np.concatenate(arrays)  # row-major = sentence order
-    return torch.from_numpy(out)
+    return pad_flat(np.concatenate(arrays), lengths, seq_len)

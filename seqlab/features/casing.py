@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -13,7 +14,8 @@ from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import CASING_CLASSES, CHIU_NICHOLS_CLASSES, casing_class, chiu_nichols_class
 from seqlab.errors import SeqlabError
-from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer, pad_ids
+from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, Featurizer, flat_tokens, memo_lookup,
+                                  pad_flat, pad_ids)
 
 
 @FEATURES.register
@@ -71,18 +73,14 @@ class CasingFeaturizer(Featurizer):
                               f"({', '.join(self.config.table)})")
 
     def encode(self, sentence: Sentence) -> np.ndarray:
-        get = self._cache.get
-        out = [get(t) for t in sentence.tokens]
-        if None in out:
-            for k, token in enumerate(sentence.tokens):
-                if out[k] is None:
-                    out[k] = self._classify(token)
-                    if len(self._cache) < 1_000_000:
-                        self._cache[token] = out[k]
-        return np.array(out, dtype=np.int64)  # (seq_len,)
+        return np.array(memo_lookup(self._cache, sentence.tokens, self._classify), dtype=np.int64)  # (seq_len,)
 
     def collate(self, items: list[np.ndarray], seq_len: int) -> dict[str, Tensor]:
         return {"ids": pad_ids(items, seq_len)}  # (batch, seq_len), 0 = padding
+
+    def collate_sentences(self, sentences: Sequence[Sentence], seq_len: int) -> dict[str, Tensor]:
+        tokens, lengths = flat_tokens(sentences)
+        return {"ids": pad_flat(memo_lookup(self._cache, tokens, self._classify), lengths, seq_len)}
 
     def module(self) -> CasingEmbedding:
         return CasingEmbedding(len(self.config.table), self.config.dim, self.config.one_hot)

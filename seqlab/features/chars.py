@@ -19,7 +19,8 @@ from torch import Tensor, nn
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import Vocab
-from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids
+from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
+                                  pad_flat, pad_ids)
 from seqlab.lstm import BiLSTM
 from seqlab.registry import ConfigCheckError, check_error
 from seqlab.versions import weights_key
@@ -104,10 +105,11 @@ class CharCNN(nn.Module):
     Each convolution is written as unfold + one matrix product: for these tiny inputs (a few hundred
     words of ~10 characters) that is several times faster on CPU than a conv1d call, forward and backward.
 
-    Training on CPU runs it over the batch's words packed end to end instead (:meth:`_packed`): a batch's
-    words are padded to its longest, about 2.7 times their mean length in CoNLL-2000, and the padding cost
-    as much as the characters. The same function, to float rounding; inference and export keep the padded
-    form, so predictions do not change.
+    On CPU it runs over the batch's words packed end to end instead (:meth:`_packed`): a batch's words are
+    padded to its longest, about 2.7 times their mean length in CoNLL-2000, and the padding cost as much as
+    the characters. Each window holds the same values in the same order either way, so both forms give the
+    same vectors (bit for bit on the 6,419 new words of a CoNLL-2000 test pass: BENCHMARKS.md, sixteenth
+    session); export traces the padded form (no data-dependent sizes), and the GPU runs it too.
     """
 
     def __init__(self, num_chars: int, dim: int, filters: int, kernels: list[int] | int,
@@ -121,8 +123,12 @@ class CharCNN(nn.Module):
 
     def forward(self, chars: Tensor) -> Tensor:
         """chars (words, max_word_len) -> (words, filters * widths)"""
-        if self.training and torch.is_grad_enabled() and chars.device.type == "cpu" and not torch.jit.is_tracing():
+        if chars.device.type == "cpu" and not torch.jit.is_tracing():
             return self._packed(chars)
+        return self._padded(chars)
+
+    def _padded(self, chars: Tensor) -> Tensor:
+        """:meth:`forward` over the padded (words, max_word_len) matrix, the padding masked out of the max."""
         char_mask = chars.ne(0).unsqueeze(2)  # (words, chars, 1)
         x = self.chars(chars)  # (words, chars, d)
         out = []
@@ -155,10 +161,22 @@ class CharCNN(nn.Module):
         for k, window in zip(self.kernels, self.windows):
             left = k // 2
             padded = nn.functional.pad(x, (0, 0, left, k - 1 - left))  # (total + k - 1, d)
-            steps = torch.stack([padded[i: i + total] for i in range(k)], dim=-1)  # (total, d, k), as forward's
-            h = window(steps.flatten(1)).index_select(0, where)  # (characters, filters)
+            h = window(_windows(padded, total, k)).index_select(0, where)  # (characters, filters)
             out.append(torch.segment_reduce(h, "max", lengths=lengths))  # (words, filters)
         return out[0] if len(out) == 1 else torch.cat(out, dim=-1)
+
+
+def _windows(padded: Tensor, total: int, k: int) -> Tensor:
+    """padded (total + k - 1, d) -> (total, d * k): row t holds padded[t: t + k] in (d, k) order, the stacked
+    shifted views of :meth:`CharCNN._padded`. Without gradients filled by k strided copies, 2-3x faster than
+    ``torch.stack`` (CoNLL-2000 test's new words); with them stacked, whose backward is the faster one
+    (1.18x a training batch's char CNN forward + backward). The same values either way."""
+    if torch.is_grad_enabled():
+        return torch.stack([padded[i: i + total] for i in range(k)], dim=-1).flatten(1)
+    steps = padded.new_empty(total, padded.shape[1], k)  # (total, d, k)
+    for i in range(k):
+        steps[:, :, i] = padded[i: i + total]
+    return steps.flatten(1)
 
 
 class CharLSTM(nn.Module):
@@ -188,17 +206,78 @@ class TokenMemo:
     Keyed by the token's character ids without padding, so a word's vector is the one its first batch gave
     (the char encoders mask padding, so any batch gives it, up to the last bit of a matrix product's
     rounding). Valid for one set of weights: ``key`` holds each parameter's storage and version counter,
-    which an optimiser step, ``load_state_dict`` or a ``.to()`` changes."""
+    which an optimiser step, ``load_state_dict`` or a ``.to()`` changes.
+
+    A batch's tokens are looked up together, in whole-array operations: a 64-bit hash of each token's ids (a
+    sum of the ids times fixed odd multipliers, modulo 2^64, padding adding nothing) is found in the sorted
+    hashes of the stored tokens, and the stored ids of the row it names confirm the match, so a collision is
+    a miss, never another token's vector. The bytes of each token's ids as keys of a dict, looked up one
+    token at a time, took twice as long (20 ms a CoNLL-2000 test pass at batch 64, one thread), all of it
+    holding Python's lock while the other batch's thread waited for it."""
 
     def __init__(self, key: tuple, dim: int, dtype: torch.dtype):
         self.key = key
-        self.rows: dict[bytes, int] = {}  # char ids (int64 bytes, no padding) -> row of ``table``
         with torch.inference_mode(False):  # a normal tensor, written from inference mode and from no_grad
             self.table = torch.empty(max(1, MEMO_FLOATS // dim), dim, dtype=dtype)  # (capacity, dim)
         self.used = 0  # rows of ``table`` filled
+        self.hashes = np.empty(0, dtype=np.uint64)  # (stored,) ascending: the stored tokens' hashes
+        self.rows = np.empty(0, dtype=np.int64)  # (stored,) the row of ``table`` of each hash
+        self.chars = np.zeros((0, 1), dtype=np.int64)  # (rows, width) each row's token's ids, 0-padded
+        self.lengths = np.zeros(0, dtype=np.int64)  # (rows,) each row's token's characters
 
     def full(self, extra: int) -> bool:
         return self.used + extra > self.table.shape[0]
+
+    def find(self, ids: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """ids (tokens, width) 0-padded, their :func:`token_hashes` -> (tokens,) row of each, -1 if not stored."""
+        if not len(self.hashes):
+            return np.full(len(ids), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.hashes, hashes), len(self.hashes) - 1)
+        rows = np.where(self.hashes[at] == hashes, self.rows[at], -1)  # (tokens,)
+        hit = np.flatnonzero(rows >= 0)
+        if len(hit):  # the stored ids confirm each match; a hash collision is a miss
+            stored, width = rows[hit], ids.shape[1]
+            if width <= self.chars.shape[1]:  # equal on the batch's width, and the stored token no longer
+                same = (self.chars[stored, :width] == ids[hit]).all(axis=1) & (self.lengths[stored] <= width)
+            else:  # equal on the stored width, and the batch's token no longer
+                narrow = self.chars.shape[1]
+                same = (self.chars[stored] == ids[hit, :narrow]).all(axis=1) & ~ids[hit, narrow:].any(axis=1)
+            rows[hit[~same]] = -1
+        return rows
+
+    def add(self, ids: np.ndarray, hashes: np.ndarray, vectors: torch.Tensor) -> None:
+        """Store tokens not stored yet (ids (new, width), hashes (new,), vectors (new, dim)); one whose hash
+        another stored token has stays out (computed again when next seen)."""
+        start, n = self.used, len(ids)
+        self.table[start: start + n] = vectors
+        self.used += n
+        width = max(ids.shape[1], self.chars.shape[1])
+        if self.used > len(self.chars) or width > self.chars.shape[1]:  # grow: rows doubling, columns as needed
+            grown = np.zeros((max(self.used, 2 * len(self.chars)), width), dtype=np.int64)
+            grown[: len(self.chars), : self.chars.shape[1]] = self.chars
+            self.chars = grown
+            self.lengths = np.concatenate([self.lengths, np.zeros(len(grown) - len(self.lengths), dtype=np.int64)])
+        self.chars[start: start + n, : ids.shape[1]] = ids
+        self.chars[start: start + n, ids.shape[1]:] = 0
+        self.lengths[start: start + n] = np.count_nonzero(ids, axis=1)
+        _, first = np.unique(hashes, return_index=True)  # ascending distinct hashes, each one's first token
+        at = np.searchsorted(self.hashes, hashes[first])
+        taken = np.zeros(len(first), dtype=bool)
+        inside = at < len(self.hashes)
+        taken[inside] = self.hashes[at[inside]] == hashes[first][inside]
+        keep, at = first[~taken], at[~taken]
+        self.hashes = np.insert(self.hashes, at, hashes[keep])
+        self.rows = np.insert(self.rows, at, start + keep)
+
+
+#: Fixed odd multipliers of :func:`token_hashes`, one per character position: tokens are cut to at most
+#: ``max_len`` <= 1000 characters (wider batches skip the memo).
+_MULTIPLIERS = 2 * np.random.default_rng(20261125).integers(0, 2**63, size=1024, dtype=np.uint64) + np.uint64(1)
+
+
+def token_hashes(ids: np.ndarray) -> np.ndarray:
+    """ids (tokens, width <= 1024) int64, 0-padded -> (tokens,) uint64 hashes, whatever the padding's width."""
+    return (ids.astype(np.uint64) * _MULTIPLIERS[: ids.shape[1]]).sum(axis=1, dtype=np.uint64)  # modulo 2^64
 
 
 class CharFeatures(FeatureModule):
@@ -252,14 +331,13 @@ class CharFeatures(FeatureModule):
         """(distinct_tokens, out): memoised rows, the encoder run once on the rest. The lock is held to look
         rows up and to add new ones, not while the encoder runs: batches tagged side by side
         (:func:`seqlab.devices.run_concurrently`) each encode their new tokens at the same time."""
-        if len(chars) > MEMO_FLOATS // self.output_dim:
-            return self.encoder(chars)  # more distinct tokens than a memo holds
-        ids = chars.numpy()
-        lengths = np.count_nonzero(ids, axis=1)  # padding only after the characters
-        names = [row[:n].tobytes() for row, n in zip(ids, lengths)]
+        if len(chars) > MEMO_FLOATS // self.output_dim or chars.shape[1] > len(_MULTIPLIERS):
+            return self.encoder(chars)  # more distinct tokens than a memo holds, or longer ones than it hashes
+        ids = chars.numpy()  # (distinct_tokens, width)
+        hashes = token_hashes(ids)
         with self._memo_lock:
             memo = self._current_memo(len(chars))
-            where = np.fromiter((memo.rows.get(b, -1) for b in names), dtype=np.int64, count=len(names))
+            where = memo.find(ids, hashes)  # (distinct_tokens,)
         new = np.flatnonzero(where < 0)
         # rows once written never change, so they are read without the lock
         out = memo.table.index_select(0, torch.from_numpy(np.maximum(where, 0)))  # (distinct_tokens, out)
@@ -268,11 +346,10 @@ class CharFeatures(FeatureModule):
             out[torch.from_numpy(new)] = fresh
             with self._memo_lock:
                 if self._memo is memo and not memo.full(len(new)):  # else: computed again when next seen
-                    start = memo.used
-                    memo.table[start: start + len(new)] = fresh
-                    memo.used += len(new)
-                    for i, j in enumerate(new):  # a token another batch added meanwhile keeps that row
-                        memo.rows.setdefault(names[j], start + i)
+                    again = memo.find(ids[new], hashes[new]) >= 0  # another batch added them meanwhile
+                    if not again.all():
+                        keep = new[~again]
+                        memo.add(ids[keep], hashes[keep], fresh[torch.from_numpy(np.flatnonzero(~again))])
         return out
 
     def _current_memo(self, tokens: int) -> TokenMemo:
@@ -299,22 +376,19 @@ class CharsFeaturizer(VocabFeaturizer):
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
         self.set_vocab(Vocab.from_counts(Counter(c for s in train for t in s.tokens for c in t)))
 
-    def _token(self, token: str) -> np.ndarray:
-        hit = self._cache.get(token)
-        if hit is None:
-            chars = token[: self.config.max_len]
-            hit = (np.fromiter((self.vocab.index(c) for c in chars), dtype=np.int64, count=len(chars))
-                   if chars else np.ones(1, dtype=np.int64))
-            if len(self._cache) < 1_000_000:
-                self._cache[token] = hit
-        return hit
+    def _char_ids(self, token: str) -> np.ndarray:
+        chars = token[: self.config.max_len]
+        return (np.fromiter((self.vocab.index(c) for c in chars), dtype=np.int64, count=len(chars))
+                if chars else np.ones(1, dtype=np.int64))
 
     def encode(self, sentence: Sentence) -> list[np.ndarray]:
-        cache = self._cache
-        try:
-            return [cache[t] for t in sentence.tokens]  # the usual case: every token seen before
-        except KeyError:
-            return [self._token(t) for t in sentence.tokens]
+        return memo_lookup(self._cache, sentence.tokens, self._char_ids)
+
+    def collate_sentences(self, sentences: Sequence[Sentence], seq_len: int) -> dict[str, Tensor]:
+        tokens, lengths = flat_tokens(sentences)
+        if len(tokens) < COLLATE_VECTOR_FROM:
+            return super().collate_sentences(sentences, seq_len)
+        return self._collate_flat(memo_lookup(self._cache, tokens, self._char_ids), lengths, seq_len)
 
     def collate(self, items: list[list[np.ndarray]], seq_len: int) -> dict[str, Tensor]:
         """Equal tokens share one char array (memoised), so each distinct token is stored once, in the order of
@@ -345,6 +419,13 @@ class CharsFeaturizer(VocabFeaturizer):
     def _collate_many(items: list[list[np.ndarray]], seq_len: int) -> dict[str, Tensor]:
         """:meth:`collate` for large batches."""
         flat = [c for sentence in items for c in sentence]  # each token's char array, sentence by sentence
+        sentence_lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+        return CharsFeaturizer._collate_flat(flat, sentence_lengths, seq_len)
+
+    @staticmethod
+    def _collate_flat(flat: list[np.ndarray], sentence_lengths: np.ndarray, seq_len: int) -> dict[str, Tensor]:
+        """Each token's char array (memoised: one per token type), sentence after sentence, and the sentences'
+        lengths (batch,) -> :meth:`collate`'s tensors, with whole-array operations."""
         ids = np.fromiter(map(id, flat), dtype=np.uint64, count=len(flat))  # (tokens,)
         _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
         order = np.argsort(first)  # distinct arrays in order of first appearance
@@ -354,10 +435,8 @@ class CharsFeaturizer(VocabFeaturizer):
         lengths = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))  # (distinct_tokens,)
         chars = np.zeros((len(distinct), int(lengths.max())), dtype=np.int64)
         chars[np.arange(chars.shape[1]) < lengths[:, None]] = np.concatenate(distinct)  # row-major = token order
-        sentence_lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
-        rows = np.zeros((len(items), seq_len), dtype=np.int64)
-        rows[np.arange(seq_len) < sentence_lengths[:, None]] = rank[inverse.reshape(-1)]
-        return {"chars": torch.from_numpy(chars), "rows": torch.from_numpy(rows)}
+        rows = pad_flat(rank[inverse.reshape(-1)], sentence_lengths, seq_len)  # (batch, seq_len)
+        return {"chars": torch.from_numpy(chars), "rows": rows}
 
     def module(self) -> CharFeatures:
         c = self.config

@@ -14,7 +14,8 @@ from torch import Tensor, nn
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import normalize_word
-from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids
+from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
+                                  pad_flat, pad_ids)
 from seqlab.vectors import fit_vocab_and_table
 
 
@@ -68,19 +69,18 @@ class WordsFeaturizer(VocabFeaturizer):
                                                 key=f"model.embedder.features.{self.name}.dim")
         self.set_vocab(vocab)
 
+    def _id(self, token: str) -> int:
+        return self.vocab.index(self._norm(token))
+
     def encode(self, sentence: Sentence) -> np.ndarray:
-        get = self._cache.get
-        ids = [get(t) for t in sentence.tokens]  # memoised: tokens repeat a lot
-        if None in ids:
-            for k, token in enumerate(sentence.tokens):
-                if ids[k] is None:
-                    ids[k] = self.vocab.index(self._norm(token))
-                    if len(self._cache) < 1_000_000:
-                        self._cache[token] = ids[k]
-        return np.array(ids, dtype=np.int64)  # (seq_len,)
+        return np.array(memo_lookup(self._cache, sentence.tokens, self._id), dtype=np.int64)  # (seq_len,)
 
     def collate(self, items: list[np.ndarray], seq_len: int) -> dict[str, Tensor]:
         return {"ids": pad_ids(items, seq_len)}  # (batch, seq_len)
+
+    def collate_sentences(self, sentences: Sequence[Sentence], seq_len: int) -> dict[str, Tensor]:
+        tokens, lengths = flat_tokens(sentences)
+        return {"ids": pad_flat(memo_lookup(self._cache, tokens, self._id), lengths, seq_len)}  # (batch, seq_len)
 
     def module(self) -> WordEmbedding:
         init = None if self._init is None else torch.from_numpy(self._init)

@@ -92,3 +92,48 @@ def test_dev_hold_out_is_fixed_by_seed():
 @pytest.mark.parametrize("scheme", ["BIO"])
 def test_detected_scheme_of_sample(scheme):
     assert load_corpus(DataConfig(train=str(SAMPLE), label_column=2, dev_from_train=10)).scheme == scheme
+
+
+@pytest.mark.parametrize("sizes", [[1], [3, 1, 4], [24] * 6, [5, 30, 1, 50, 12]])
+def test_collate_sentences_gives_collate_of_the_encoded_sentences(sizes, monkeypatch):
+    """Inference encodes and collates each batch at once (collate_sentences): the same batch as encoding each
+    sentence and collating, for the featurizers with a whole-batch path (words, casing, chars on both sides of
+    COLLATE_VECTOR_FROM) and one without (bigrams), with tokens never seen in fitting; each memo's contents too."""
+    import torch
+
+    import seqlab.features.chars as chars_module
+    from seqlab.data.batching import collate, collate_sentences
+    from seqlab.data.sentence import Sentence
+    from seqlab.features.bigrams import BigramsConfig
+    from seqlab.features.casing import CasingConfig
+    from seqlab.features.chars import CharsConfig
+    from seqlab.features.words import WordsConfig
+    rng = random.Random(sum(sizes))
+    words = ["the", "The", "a", "bank", "2,000", "x" * 45, "", "of", "U.S."] + [f"w{k}" for k in range(40)]
+    fit = [Sentence([rng.choice(words[:20]) for _ in range(8)]) for _ in range(5)]
+    sentences = [Sentence([rng.choice(words) for _ in range(n)]) for n in sizes]  # some never seen in fit
+    for vector_from in (10**9, 1):
+        monkeypatch.setattr(chars_module, "COLLATE_VECTOR_FROM", vector_from)
+        outputs = []
+        for whole_batch in (False, True):
+            featurizers = {"word": WordsConfig(dim=4, pretrained=None).build("word"),
+                           "casing": CasingConfig().build("casing"), "char": CharsConfig(max_len=8).build("char"),
+                           "bigram": BigramsConfig(dim=4).build("bigram")}
+            for f in featurizers.values():
+                f.fit(fit, [], 1)
+            if whole_batch:
+                outputs.append(collate_sentences(sentences, featurizers))
+            else:
+                encoded = [Encoded(len(s.tokens), {n: f.encode(s) for n, f in featurizers.items()}) for s in sentences]
+                outputs.append(collate(encoded, list(range(len(sentences))), featurizers))
+            outputs[-1].memos = {n: dict(getattr(f, "_cache", {})) for n, f in featurizers.items()}
+        one, whole = outputs
+        assert torch.equal(one.mask, whole.mask) and torch.equal(one.lengths, whole.lengths)
+        assert one.index == whole.index and whole.tags is None
+        for name, tensors in one.features.items():
+            assert tensors.keys() == whole.features[name].keys()
+            for key, t in tensors.items():
+                assert torch.equal(t, whole.features[name][key]) and t.dtype == whole.features[name][key].dtype
+        assert one.memos.keys() == whole.memos.keys()
+        for name in one.memos:
+            assert one.memos[name].keys() == whole.memos[name].keys()
