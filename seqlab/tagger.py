@@ -222,12 +222,13 @@ class Tagger:
 
         def tag(group: list[int]) -> None:  # writes the rows of this group's sentences only
             positions = [nonempty[i] for i in group]
+            chosen = [sentences[k] for k in positions]
             if engine is not None and engine.takes(len(group)):  # pairwise tensors: big batches run in parts
-                encoded = self.encode([sentences[k] for k in positions])
+                encoded = self.encode(chosen)
                 parts = engine.parts(collate(encoded, list(range(len(encoded))), self.featurizers), encoded,
                                      self.featurizers)
-            else:
-                parts = [collate_sentences([sentences[k] for k in positions], self.featurizers)]
+            else:  # each featurizer encodes the whole batch at once
+                parts = [collate_sentences(chosen, self.featurizers)]
             for part in parts:
                 self._tag_batch(part, [rows[k] for k in positions], nbest, explain, ablate, confidence)
 

