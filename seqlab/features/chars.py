@@ -246,10 +246,17 @@ class TokenMemo:
         return rows
 
     def add(self, ids: np.ndarray, hashes: np.ndarray, vectors: torch.Tensor) -> None:
-        """Store tokens not stored yet (ids (new, width), hashes (new,), vectors (new, dim)); one whose hash
-        another stored token has stays out (computed again when next seen)."""
-        start, n = self.used, len(ids)
-        self.table[start: start + n] = vectors
+        """Store new tokens (ids (new, width), hashes (new,), vectors (new, dim)) in the next rows. One whose hash a
+        stored token has (the same token, stored by another batch meanwhile, or a collision) stays out, as does a
+        second token with one hash: each is computed again when next seen."""
+        _, first = np.unique(hashes, return_index=True)  # ascending distinct hashes, each one's first token
+        at = np.searchsorted(self.hashes, hashes[first])
+        taken = np.zeros(len(first), dtype=bool)
+        inside = at < len(self.hashes)
+        taken[inside] = self.hashes[at[inside]] == hashes[first][inside]
+        keep, at = first[~taken], at[~taken]  # (kept,) which tokens, and where their hashes go
+        start, n = self.used, len(keep)
+        self.table[start: start + n] = vectors[torch.from_numpy(keep)]
         self.used += n
         width = max(ids.shape[1], self.chars.shape[1])
         if self.used > len(self.chars) or width > self.chars.shape[1]:  # grow: rows doubling, columns as needed
@@ -257,17 +264,11 @@ class TokenMemo:
             grown[: len(self.chars), : self.chars.shape[1]] = self.chars
             self.chars = grown
             self.lengths = np.concatenate([self.lengths, np.zeros(len(grown) - len(self.lengths), dtype=np.int64)])
-        self.chars[start: start + n, : ids.shape[1]] = ids
+        self.chars[start: start + n, : ids.shape[1]] = ids[keep]
         self.chars[start: start + n, ids.shape[1]:] = 0
-        self.lengths[start: start + n] = np.count_nonzero(ids, axis=1)
-        _, first = np.unique(hashes, return_index=True)  # ascending distinct hashes, each one's first token
-        at = np.searchsorted(self.hashes, hashes[first])
-        taken = np.zeros(len(first), dtype=bool)
-        inside = at < len(self.hashes)
-        taken[inside] = self.hashes[at[inside]] == hashes[first][inside]
-        keep, at = first[~taken], at[~taken]
+        self.lengths[start: start + n] = np.count_nonzero(ids[keep], axis=1)
         self.hashes = np.insert(self.hashes, at, hashes[keep])
-        self.rows = np.insert(self.rows, at, start + keep)
+        self.rows = np.insert(self.rows, at, start + np.arange(n))
 
 
 #: Fixed odd multipliers of :func:`token_hashes`, one per character position: tokens are cut to at most
@@ -346,10 +347,7 @@ class CharFeatures(FeatureModule):
             out[torch.from_numpy(new)] = fresh
             with self._memo_lock:
                 if self._memo is memo and not memo.full(len(new)):  # else: computed again when next seen
-                    again = memo.find(ids[new], hashes[new]) >= 0  # another batch added them meanwhile
-                    if not again.all():
-                        keep = new[~again]
-                        memo.add(ids[keep], hashes[keep], fresh[torch.from_numpy(np.flatnonzero(~again))])
+                    memo.add(ids[new], hashes[new], fresh)
         return out
 
     def _current_memo(self, tokens: int) -> TokenMemo:
