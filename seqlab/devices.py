@@ -47,6 +47,20 @@ def threads_for(rows: int, device: torch.device):
         torch.set_num_threads(threads)
 
 
+def one_thread_here() -> None:
+    """Compute on one thread in the calling thread, for every library that keeps its own setting per thread.
+
+    ``torch.set_num_threads`` sets the process's count, but OpenMP's and MKL's are per thread (MKL's through
+    ``mkl_set_num_threads_local``), and a thread that never called it keeps their defaults, all cores, until
+    PyTorch's first parallel loop there copies the process's count in. If its first operation is an MKL matrix
+    product, that product starts a team of OpenMP threads of its own, which stays; with more OpenMP threads
+    than cores, GNU OpenMP then sleeps instead of spinning between parallel regions, in every team, and each
+    small two-thread operation of the main thread waits for a worker to wake (a one-layer BiLSTM's forward
+    and backward at batch 10 took 2-2.9x as long on the 2-core machine; BENCHMARKS.md, seventeenth
+    session). seqlab's own batches happen to reach a parallel loop first; this makes it so for any work."""
+    torch.set_num_threads(1)
+
+
 _pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (process id, workers, pool): made on first use
 _pool_lock = threading.Lock()  # one concurrent section at a time: each sets the process's thread count
 
@@ -78,6 +92,7 @@ def run_concurrently(fn: Callable[[object], None], items: Iterable, device: torc
     inference, grad = torch.is_inference_mode_enabled(), torch.is_grad_enabled()
 
     def one(item) -> None:  # the caller's autograd modes are thread-local: each thread takes them on
+        one_thread_here()
         with torch.inference_mode(inference), torch.set_grad_enabled(grad):
             fn(item)
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
 import torch
 
+from seqlab import devices
 from seqlab.devices import run_concurrently
 from tests.conftest import torch_threads
 
@@ -70,3 +72,27 @@ def test_a_second_caller_meanwhile_runs_its_items_in_its_own_thread(two_threads)
         release.wait(5)
     run_concurrently(outer, [0, 1], CPU)
     assert inner_threads == ["second", "second"]
+
+
+def _os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not torch.backends.mkl.is_available(),
+                    reason="counts the process's threads in /proc (Linux) after MKL's matrix products")
+def test_items_start_no_openmp_threads_of_their_own(two_threads, monkeypatch):
+    """A pool thread's first MKL product must not start a team of OpenMP threads for that thread: extra teams
+    put more OpenMP threads than cores, and GNU OpenMP then sleeps between parallel regions in every team."""
+    monkeypatch.setattr(devices, "_pool", None)  # fresh pool threads, whose settings no torch call has made yet
+    a = torch.randn(300, 300)
+
+    def product(_):
+        a @ a  # MKL's sgemm, which reads the calling thread's own thread count
+
+    both = threading.Barrier(2, timeout=10)
+    run_concurrently(lambda _: both.wait(), range(2), CPU)  # the pool's two threads made
+    a @ a  # the main thread's team made
+    before = _os_threads()
+    run_concurrently(product, range(4), CPU)
+    a @ a
+    assert _os_threads() == before
