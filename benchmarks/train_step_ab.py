@@ -1,7 +1,8 @@
 """Two versions of a training step alternated in one process: the lever off (A) and on (B).
 
     python benchmarks/train_step_ab.py
-        --lever nadam|crf-numpy|crf-scaled|fused-sgd|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|char-packed
+        --lever nadam|crf-numpy|crf-scaled|fused-sgd|fused-nadam|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|
+                char-packed
         [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml] [--data-root ../shared/data]
         [--threads 2] [--reps 5] [--steps 130]
 
@@ -10,7 +11,8 @@ partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqla
 ``crf-scaled``: the NumPy recursions in log space (A) against probability space (B, seqlab.crf_partition.CPU_SCALED;
 other roundings); ``fused-sgd`` (use ``--optimizer sgd``): ``torch.optim.SGD(foreach=True)`` after
 ``clip_grad_norm_`` (A) against the fused SGD taking the clipping factor (B, seqlab.training.FUSED_SGD; other
-roundings);
+roundings); ``fused-nadam``: seqlab's NAdam as its multi-tensor step after ``clip_grad_norm_`` (A) against two
+fused Adam calls taking the clipping factor (B, seqlab.optim.FUSED_NADAM; other roundings);
 ``dropout``: ``torch.nn.Dropout`` (A) against ``seqlab.dropout.Dropout`` (B; other masks from the same seed,
 so the weights differ after the first step); ``flat-lengths``: FLAT's R for pairs with words by four lookups
 (A) against one lookup in the table of sums per span lengths (B; use a FLAT ``--config``); ``gc-freeze``: the
@@ -39,7 +41,7 @@ import torch
 from torch import nn
 
 import seqlab.crf_partition as partition
-from seqlab import training
+from seqlab import optim, training
 from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
@@ -81,6 +83,7 @@ def set_lever(lever: str, on: bool) -> None:
     partition.CPU_NUMPY = on if lever == "crf-numpy" else True
     partition.CPU_SCALED = on if lever == "crf-scaled" else True
     training.FUSED_SGD = on if lever == "fused-sgd" else True
+    optim.FUSED_NADAM = on if lever == "fused-nadam" else True
     flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
     BiLSTM._fused = per_direction_with_gradients if lever == "bilstm-pair" and not on else FUSED
     psa_module.AdditiveScores = TanhAdditiveScores if lever == "psa-tanh" and not on else SCORES
@@ -91,7 +94,8 @@ def set_lever(lever: str, on: bool) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "fused-sgd", "dropout", "flat-lengths",
+    p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "fused-sgd", "fused-nadam", "dropout",
+                                       "flat-lengths",
                                        "gc-freeze", "bilstm-pair", "psa-tanh", "char-packed"], required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")

@@ -16,7 +16,21 @@ of eps, so the sum is eps exactly, as it is in PyTorch's step. Every other opera
 PyTorch's order, so the parameters after a step are the same bits (tested against ``torch.optim.NAdam``).
 Where that bound does not hold (an eps below about 1e-11 in float32), and for anything else (a GPU, complex
 parameters, ``maximize``, ``capturable``, decoupled weight decay), ``torch.optim.NAdam``'s own step runs.
+
+On CPU without weight decay, the step is instead two calls of PyTorch's fused Adam kernel (``torch._fused_adam_``,
+one pass over each tensor per call, where the multi-tensor step makes nine): NAdam's update is
+p - A g / d - B m' / d, with m' = lerp(m, g, 1 - beta1), v' = beta2 v + (1 - beta2) g^2, d = sqrt(v') /
+sqrt(1 - beta2^t) + eps, A = lr (1 - mu_t) / (1 - prod mu) and B = lr mu_{t+1} / (1 - prod mu mu_{t+1}). The
+first call is Adam on the real m with beta1 and on a copy of v, at the rate B (1 - beta1^t): it writes m' and
+p - B m' / d (the copy becomes v'). The second is Adam with beta1 = 0, whose first moment (the copy, now scratch)
+becomes g exactly, and the real v, at the rate A (its first bias correction is 1 - 0^t = 1): it writes v' and
+subtracts A g / d with the same d. The result equals torch.optim.NAdam's to float rounding (the kernel rounds
+differently; tested), not to the bit, at one extra tensor per parameter (the copy) and a training step of the
+chunker 1.08x faster (BENCHMARKS.md, seventeenth session). The kernel also takes the clipping factor
+(:func:`seqlab.training.clip_and_step`, ``grad_scale``: it divides the gradients in place) and does not count its
+writes in the parameters' version counters, so the step bumps them, as :class:`SGD` does.
 """
+
 
 from __future__ import annotations
 
@@ -24,6 +38,10 @@ import math
 
 import torch
 from torch.autograd.graph import increment_version
+
+#: Whether :class:`NAdam` runs its CPU step as two fused Adam calls where it can (tests compare with the
+#: multi-tensor step, which gives torch.optim.NAdam's bits).
+FUSED_NADAM = True
 
 
 class NAdam(torch.optim.NAdam):
@@ -37,11 +55,77 @@ class NAdam(torch.optim.NAdam):
 
     @torch.no_grad()
     def step(self, closure=None):
+        grad_scale = getattr(self, "grad_scale", None)  # clip_and_step's 1 / clipping factor, fused steps only
+        if grad_scale is not None and not self.takes_grad_scale():
+            raise RuntimeError("NAdam: a grad_scale was set for a step that cannot take it")
         if closure is not None or not all(self._own_path(g) for g in self.param_groups):
             return super().step(closure)
         for group in self.param_groups:
-            self._step_group(group)
+            if self._fused_path(group):
+                self._fused_step(group, grad_scale)
+            else:
+                self._step_group(group)
         return None
+
+    def takes_grad_scale(self) -> bool:
+        """Whether every group's step runs fused, dividing the gradients by ``self.grad_scale`` when set."""
+        return all(self._own_path(g) and self._fused_path(g) for g in self.param_groups)
+
+    def _fused_path(self, group: dict) -> bool:
+        params = [p for p in group["params"] if p.grad is not None]
+        return (FUSED_NADAM and _HAS_FUSED_ADAM and group["weight_decay"] == 0 and len({p.dtype for p in params}) <= 1
+                and all(p.device.type == "cpu" and not p.grad.is_sparse for p in params))
+
+    def _fused_step(self, group: dict, grad_scale: torch.Tensor | None) -> None:
+        """The group's step as two fused Adam calls per distinct step count (see the module)."""
+        beta1, beta2 = group["betas"]
+        by_step: dict[float, list[torch.Tensor]] = {}
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            if not state:  # as torch.optim.NAdam makes it
+                state["step"] = torch.tensor(0.0)
+                state["mu_product"] = torch.tensor(1.0)
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            by_step.setdefault(float(state["step"]) + 1, []).append(p)
+        for t, params in by_step.items():
+            states = [self.state[p] for p in params]
+            steps = [st["step"] for st in states]
+            torch._foreach_add_(steps, 1.0)
+            mu = beta1 * (1.0 - 0.5 * (0.96 ** (t * group["momentum_decay"])))
+            mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((t + 1) * group["momentum_decay"])))
+            products = [st["mu_product"] for st in states]
+            torch._foreach_mul_(products, mu)
+            for prods in _same_values(products):  # a loaded state may hold other products
+                lr, prod = group["lr"], float(prods[0][1])
+                a = lr * (1.0 - mu) / (1.0 - prod)  # the gradient's rate
+                b = lr * mu_next / (1.0 - prod * mu_next)  # the momentum's
+                ps = [params[i] for i, _ in prods]
+                grads = [p.grad for p in ps]
+                ms = [states[i]["exp_avg"] for i, _ in prods]
+                vs = [states[i]["exp_avg_sq"] for i, _ in prods]
+                ss = [states[i]["step"] for i, _ in prods]
+                copies = self._copies(ps)
+                torch._foreach_copy_(copies, vs)
+                kw = {"weight_decay": 0.0, "eps": group["eps"], "amsgrad": False, "maximize": False}
+                torch._fused_adam_(ps, grads, ms, copies, [], ss, lr=b * (1.0 - beta1 ** t), beta1=beta1,
+                                   beta2=beta2, grad_scale=grad_scale, **kw)  # m', p - B m' / d; grads / scale
+                torch._fused_adam_(ps, grads, copies, vs, [], ss, lr=a, beta1=0.0, beta2=beta2, **kw)  # v', - A g / d
+                for p in ps:
+                    increment_version(p)
+
+    def _copies(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
+        """One scratch tensor per parameter, kept between steps (not part of the state)."""
+        scratch = self.__dict__.setdefault("_scratch", {})
+        out = []
+        for p in params:
+            x = scratch.get(id(p))
+            if x is None or x.shape != p.shape or x.dtype != p.dtype:
+                x = scratch[id(p)] = torch.empty_like(p, memory_format=torch.contiguous_format)
+            out.append(x)
+        return out
 
     def _own_path(self, group: dict) -> bool:
         """Whether :meth:`_step_group` gives this group torch.optim.NAdam's exact update."""
@@ -95,6 +179,28 @@ class NAdam(torch.optim.NAdam):
         step_size_expavg = [(lr * mu_next / (1.0 - prod * mu_next)) * -1 for prod, mu_next in zip(products, mu_nexts)]
         torch._foreach_addcdiv_(params, grads, denoms, step_size_grads)
         torch._foreach_addcdiv_(params, exp_avgs, denoms, step_size_expavg)
+
+
+def _same_values(scalars: list[torch.Tensor]) -> list[list[tuple[int, torch.Tensor]]]:
+    """The (index, tensor) pairs of 0-dim tensors grouped by value, in first-seen order."""
+    groups: dict[float, list[tuple[int, torch.Tensor]]] = {}
+    for i, x in enumerate(scalars):
+        groups.setdefault(float(x), []).append((i, x))
+    return list(groups.values())
+
+
+def _cpu_fused_adam() -> bool:
+    """Whether this torch has the fused Adam kernel on CPU (from 2.4; earlier, CUDA only)."""
+    x = torch.zeros(1)
+    try:
+        torch._fused_adam_([x], [x.clone()], [x.clone()], [x.clone()], [], [torch.ones(())], lr=0.0, beta1=0.9,
+                           beta2=0.999, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return False
+    return True
+
+
+_HAS_FUSED_ADAM = _cpu_fused_adam()
 
 
 def _negligible_below_eps(dtype: torch.dtype, beta2: float, eps: float) -> bool:

@@ -76,7 +76,7 @@ def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
         return SGD(params, foreach=True, **sgd)
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
-    return NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)  # torch's, minus a slow path
+    return NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)  # torch's update, fused on CPU
 
 
 def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig,
@@ -101,10 +101,11 @@ FUSED_SGD = True
 
 def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) -> None:
     """Scale the gradients to a total norm of at most ``clip`` (as ``clip_grad_norm_``: factor clip / (norm +
-    1e-6) when below 1), then the optimiser's step. A fused SGD takes the factor's inverse as its ``grad_scale``
-    and divides each gradient by it inside its update, which saves a pass over every gradient (the word table's
-    included); the same update to float rounding."""
-    fused = isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
+    1e-6) when below 1), then the optimiser's step. A fused SGD, and seqlab's NAdam where its step runs fused,
+    take the factor's inverse as their ``grad_scale`` and divide each gradient by it inside their update, which
+    saves a pass over every gradient (the word table's included); the same update to float rounding."""
+    fused = (isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
+             or isinstance(optimizer, NAdam) and optimizer.takes_grad_scale())
     grads = [q.grad for q in params if q.grad is not None] if clip and fused else []
     if grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
         norm = torch.nn.utils.get_total_norm(grads)

@@ -1,5 +1,6 @@
-"""seqlab.optim.NAdam: torch.optim.NAdam's update to the bit, without the slow square root of zeros; the fused SGD
-that takes the clipping factor (seqlab.training.clip_and_step)."""
+"""seqlab.optim.NAdam: torch.optim.NAdam's update, to the bit in its multi-tensor step (without the slow square root of
+zeros) and to float rounding as two fused Adam calls; the fused SGD and NAdam that take the clipping factor
+(seqlab.training.clip_and_step)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import copy
 import pytest
 import torch
 
+from seqlab import optim
 from seqlab.optim import NAdam
 
 
@@ -34,7 +36,8 @@ def _run(optimizers, groups, steps, seed=1):
 
 @pytest.mark.parametrize("weight_decay,eps,dtype", [(0.0, 1e-8, torch.float32), (0.01, 1e-6, torch.float32),
                                                     (0.0, 1e-8, torch.float64), (0.0, 1e-13, torch.float32)])
-def test_same_bits_as_torch_nadam(weight_decay, eps, dtype):
+def test_same_bits_as_torch_nadam(weight_decay, eps, dtype, monkeypatch):
+    monkeypatch.setattr(optim, "FUSED_NADAM", False)  # the multi-tensor step
     ours, theirs = _params(dtype), _params(dtype)
     a = NAdam(ours, lr=0.01, weight_decay=weight_decay, eps=eps)
     b = torch.optim.NAdam(theirs, lr=0.01, weight_decay=weight_decay, eps=eps, foreach=True)
@@ -46,8 +49,9 @@ def test_same_bits_as_torch_nadam(weight_decay, eps, dtype):
     assert a._own_path(a.param_groups[0]) == (eps >= 1e-11 or dtype == torch.float64)
 
 
-def test_state_dicts_move_between_the_two():
+def test_state_dicts_move_between_the_two(monkeypatch):
     """A checkpoint of torch.optim.NAdam continues in seqlab's NAdam (and back) as if nothing changed."""
+    monkeypatch.setattr(optim, "FUSED_NADAM", False)  # to the bit: the multi-tensor step
     ref, mid = _params(), _params()
     r = torch.optim.NAdam(ref, lr=0.01, foreach=True)
     m = torch.optim.NAdam(mid, lr=0.01, foreach=True)
@@ -65,6 +69,102 @@ def test_state_dicts_move_between_the_two():
     _run([r, back], [ref, mid], 5, seed=3)
     assert all(torch.equal(x, y) for x, y in zip(ref, mid))
     assert type(ours).__name__ == "NAdam"  # checkpoints record the class name
+
+
+def _one_dtype(dtype):
+    return [torch.nn.Parameter(p.detach().to(dtype)) for p in _params()]
+
+
+def _fused_calls(monkeypatch) -> list:
+    calls, fused_adam = [], torch._fused_adam_
+    monkeypatch.setattr(torch, "_fused_adam_", lambda *a, **k: calls.append(k["beta1"]) or fused_adam(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_step_equals_torch_nadam_to_rounding(dtype, monkeypatch):
+    """On CPU without weight decay the step is two fused Adam calls (see seqlab.optim): torch.optim.NAdam's
+    update to float rounding, its state kept as torch's (a state dict loads into either), and every step's
+    parameters bumped in their version counters, which the fused kernel does not count."""
+    if not optim._HAS_FUSED_ADAM:
+        pytest.skip(f"torch {torch.__version__} has no fused Adam on CPU: the multi-tensor step runs")
+    calls = _fused_calls(monkeypatch)
+    ours, theirs = _one_dtype(dtype), _one_dtype(dtype)
+    a, b = NAdam(ours, lr=0.01), torch.optim.NAdam(theirs, lr=0.01, foreach=True)
+    versions = [p._version for p in ours]
+    _run([a, b], [ours, theirs], 60)
+    assert calls == [0.9, 0.0] * 60  # one pair a step: the momentum term, then the gradient's
+    assert all(p._version >= v + 60 for p, v in zip(ours, versions))
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-13}
+    assert not torch.equal(ours[0], _one_dtype(dtype)[0])  # it moved
+    for x, y in zip(ours, theirs):
+        torch.testing.assert_close(x, y, **tol)
+    sa, sb = a.state_dict()["state"], b.state_dict()["state"]
+    assert all(sa[i].keys() == sb[i].keys() for i in sb)
+    for i in sb:
+        for k in sb[i]:
+            torch.testing.assert_close(sa[i][k], sb[i][k], **tol)
+    c = torch.optim.NAdam(_one_dtype(dtype), lr=0.01, foreach=True)
+    c.load_state_dict(copy.deepcopy(a.state_dict()))  # and back: the state is torch's
+
+
+def test_fused_step_with_parameters_at_different_step_counts(monkeypatch):
+    """A parameter left without a gradient on some steps lags in its step count: the fused calls run once per
+    distinct count, each at its own rates, still torch.optim.NAdam's update to rounding."""
+    if not optim._HAS_FUSED_ADAM:
+        pytest.skip(f"torch {torch.__version__} has no fused Adam on CPU")
+    calls = _fused_calls(monkeypatch)
+    ours, theirs = _one_dtype(torch.float32), _one_dtype(torch.float32)
+    a, b = NAdam(ours, lr=0.01), torch.optim.NAdam(theirs, lr=0.01, foreach=True)
+    g = torch.Generator().manual_seed(5)
+    for step in range(12):
+        for i, (p, q) in enumerate(zip(ours, theirs)):
+            p.grad = None if i == 1 and step % 3 == 0 else torch.randn(p.shape, generator=g)
+            q.grad = None if p.grad is None else p.grad.clone()
+        a.step()
+        b.step()
+    assert len(calls) > 24  # some steps ran two pairs of calls
+    assert a.state[ours[1]]["step"] < a.state[ours[0]]["step"]
+    for x, y in zip(ours, theirs):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("clip", [0.5, 1e6])
+def test_fused_nadam_with_the_clipping_factor_equals_clip_grad_norm_then_nadam(clip, monkeypatch):
+    """clip_and_step folds the clipping factor into the fused step (the first call divides the gradients by
+    it in place): clip_grad_norm_ and torch.optim.NAdam to rounding, clipped on every step (0.5) or never."""
+    from seqlab.training import clip_and_step
+    if not optim._HAS_FUSED_ADAM:
+        pytest.skip(f"torch {torch.__version__} has no fused Adam on CPU")
+    clip_grad_norm_, clips = torch.nn.utils.clip_grad_norm_, []
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda *a, **k: clips.append(1) or clip_grad_norm_(*a, **k))
+    ours, theirs = _one_dtype(torch.float32), _one_dtype(torch.float32)
+    a, b = NAdam(ours, lr=0.01), torch.optim.NAdam(theirs, lr=0.01, foreach=True)
+    assert a.takes_grad_scale()
+    g = torch.Generator().manual_seed(4)
+    for _ in range(20):
+        for p, q in zip(ours, theirs):
+            p.grad = torch.randn(p.shape, generator=g)
+            q.grad = p.grad.clone()
+        norm = torch.nn.utils.get_total_norm([q.grad for q in theirs])
+        clip_and_step(a, ours, clip)
+        clip_grad_norm_(theirs, clip)
+        b.step()
+        assert not hasattr(a, "grad_scale")
+    assert clips == [] and (clip != 0.5 or norm > 0.5)
+    for x, y in zip(ours, theirs):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
+
+
+def test_a_grad_scale_on_a_step_that_cannot_take_it_is_refused():
+    ps = _params()  # float32 and float64 together: the multi-tensor step, which knows no grad_scale
+    opt = NAdam(ps, lr=0.1)
+    for p in ps:
+        p.grad = torch.ones_like(p)
+    assert not opt.takes_grad_scale()
+    opt.grad_scale = torch.tensor(2.0)
+    with pytest.raises(RuntimeError, match="grad_scale"):
+        opt.step()
 
 
 def test_parameters_without_gradient_are_left_alone():
