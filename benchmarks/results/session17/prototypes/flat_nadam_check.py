@@ -1,0 +1,36 @@
+import sys, time, torch
+sys.path.insert(0, "/tmp/proto")
+from flat_nadam import FlatNAdam
+from seqlab.optim import NAdam
+torch.set_num_threads(2)
+torch.manual_seed(0)
+shapes = [(18950, 50), (400, 108), (400, 100), (400,), (400,), (40, 200), (40,), (82, 30), (9, 8)]
+init = [torch.randn(s) for s in shapes]
+for wd in (0.0, 0.01):
+    a = [torch.nn.Parameter(x.clone()) for x in init]; b = [torch.nn.Parameter(x.clone()) for x in init]
+    oa = torch.optim.NAdam(a, lr=0.01, foreach=True, weight_decay=wd); ob = FlatNAdam(b, lr=0.01, weight_decay=wd)
+    for step in range(30):
+        for pa, pb in zip(a, b):
+            g = torch.randn_like(pa) * (step % 3)
+            pa.grad = g.clone(); pb.grad = g.clone()
+        oa.step(); ob.step()
+    print("wd", wd, "same bits:", all(torch.equal(x, y) for x, y in zip(a, b)),
+          all(torch.equal(oa.state[x]["exp_avg"], ob.state[y]["exp_avg"]) for x, y in zip(a, b)))
+# timing
+big = [torch.randn(18950, 50)]
+small = [torch.randn(s) for s in [(400, 108), (400, 100), (400,), (400,), (400, 108), (400, 100), (400,), (400,), (40, 200), (40,), (50, 90), (50,), (82, 30), (9, 8), (40, 40), (40,), (40,), (30, 3, 30)]]
+def mk(cls, ts):
+    ps = [torch.nn.Parameter(t.clone()) for t in ts]
+    for p in ps: p.grad = torch.randn_like(p) * 0.01
+    o = cls(ps, lr=2e-3); o.step(); return o
+def bench(fn, n=200):
+    ts = []
+    for _ in range(7):
+        t = time.perf_counter()
+        for _ in range(n): fn()
+        ts.append((time.perf_counter() - t) / n * 1e6)
+    return round(sorted(ts)[3])
+o1, o2 = mk(NAdam, small), mk(FlatNAdam, small)
+o3, o4 = mk(NAdam, big + small), mk(FlatNAdam, big + small)
+for _ in range(3):
+    print("small: nadam", bench(o1.step), "flat", bench(o2.step), " all: nadam", bench(o3.step), "flat", bench(o4.step))
