@@ -1,5 +1,6 @@
-"""Optimisers: NAdam whose square root of the second moments avoids PyTorch's slow path on zeros (the same update,
-faster), and SGD whose fused update tells autograd's version counters that it changed the parameters.
+"""Optimisers: NAdam on CPU as two fused Adam calls, elsewhere with the square root of its second moments kept off
+PyTorch's slow path on zeros (the same update, faster); SGD whose fused update tells autograd's version counters
+that it changed the parameters.
 
 PyTorch's CPU ``sqrt`` kernel (2.x, AVX2 build) takes about ten times longer on exact zeros than on other
 values: on 947,500 floats, 5-8 ms for zeros against 0.6 ms for random values. In an Adam-type optimiser the
@@ -25,12 +26,11 @@ first call is Adam on the real m with beta1 and on a copy of v, at the rate B (1
 p - B m' / d (the copy becomes v'). The second is Adam with beta1 = 0, whose first moment (the copy, now scratch)
 becomes g exactly, and the real v, at the rate A (its first bias correction is 1 - 0^t = 1): it writes v' and
 subtracts A g / d with the same d. The result equals torch.optim.NAdam's to float rounding (the kernel rounds
-differently; tested), not to the bit, at one extra tensor per parameter (the copy) and a training step of the
-chunker 1.08x faster (BENCHMARKS.md, seventeenth session). The kernel also takes the clipping factor
+differently; tested), not to the bit, at one extra tensor per parameter (the copy), and a training step of the
+chunker 1.10x as fast (BENCHMARKS.md, seventeenth session). The kernel also takes the clipping factor
 (:func:`seqlab.training.clip_and_step`, ``grad_scale``: it divides the gradients in place) and does not count its
 writes in the parameters' version counters, so the step bumps them, as :class:`SGD` does.
 """
-
 
 from __future__ import annotations
 
@@ -45,8 +45,9 @@ FUSED_NADAM = True
 
 
 class NAdam(torch.optim.NAdam):
-    """``torch.optim.NAdam(params, lr, betas, eps, weight_decay, momentum_decay)`` without the slow square
-    root of zeros (see the module)."""
+    """``torch.optim.NAdam(params, lr, betas, eps, weight_decay, momentum_decay)``: on CPU two fused Adam calls
+    (the same update to rounding), otherwise its multi-tensor step without the slow square root of zeros (the same
+    bits); see the module."""
 
     def __init__(self, params, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3):

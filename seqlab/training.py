@@ -106,6 +106,7 @@ def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) 
     saves a pass over every gradient (the word table's included); the same update to float rounding."""
     fused = (isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
              or isinstance(optimizer, NAdam) and optimizer.takes_grad_scale())
+    fused = fused and hasattr(torch.nn.utils, "get_total_norm")  # torch >= 2.6; else clip_grad_norm_ first
     grads = [q.grad for q in params if q.grad is not None] if clip and fused else []
     if grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
         norm = torch.nn.utils.get_total_norm(grads)
