@@ -56,13 +56,15 @@ class NAdam(torch.optim.NAdam):
 
     @torch.no_grad()
     def step(self, closure=None):
+        own = all(self._own_path(g) for g in self.param_groups)
+        fused = [own and self._fused_path(g) for g in self.param_groups]
         grad_scale = getattr(self, "grad_scale", None)  # clip_and_step's 1 / clipping factor, fused steps only
-        if grad_scale is not None and not self.takes_grad_scale():
+        if grad_scale is not None and not all(fused):
             raise RuntimeError("NAdam: a grad_scale was set for a step that cannot take it")
-        if closure is not None or not all(self._own_path(g) for g in self.param_groups):
+        if closure is not None or not own:
             return super().step(closure)
-        for group in self.param_groups:
-            if self._fused_path(group):
+        for group, one_pass in zip(self.param_groups, fused):
+            if one_pass:
                 self._fused_step(group, grad_scale)
             else:
                 self._step_group(group)
@@ -78,44 +80,32 @@ class NAdam(torch.optim.NAdam):
                 and all(p.device.type == "cpu" and not p.grad.is_sparse for p in params))
 
     def _fused_step(self, group: dict, grad_scale: torch.Tensor | None) -> None:
-        """The group's step as two fused Adam calls per distinct step count (see the module)."""
+        """The group's step as two fused Adam calls (see the module), once for each set of parameters at the same
+        step count and momentum product (a parameter left without a gradient lags; a loaded state may differ)."""
         beta1, beta2 = group["betas"]
-        by_step: dict[float, list[torch.Tensor]] = {}
+        alike: dict[tuple[float, float], list[torch.Tensor]] = {}
         for p in group["params"]:
-            if p.grad is None:
-                continue
-            state = self.state[p]
-            if not state:  # as torch.optim.NAdam makes it
-                state["step"] = torch.tensor(0.0)
-                state["mu_product"] = torch.tensor(1.0)
-                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-            by_step.setdefault(float(state["step"]) + 1, []).append(p)
-        for t, params in by_step.items():
-            states = [self.state[p] for p in params]
-            steps = [st["step"] for st in states]
+            if p.grad is not None:
+                state = self._state(p)
+                alike.setdefault((float(state["step"]), float(state["mu_product"])), []).append(p)
+        kw = {"weight_decay": 0.0, "eps": group["eps"], "amsgrad": False, "maximize": False}
+        for (done, _), ps in alike.items():
+            t, states = done + 1, [self.state[p] for p in ps]
+            steps, products = [st["step"] for st in states], [st["mu_product"] for st in states]
             torch._foreach_add_(steps, 1.0)
-            mu = beta1 * (1.0 - 0.5 * (0.96 ** (t * group["momentum_decay"])))
-            mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((t + 1) * group["momentum_decay"])))
-            products = [st["mu_product"] for st in states]
+            mu, mu_next = (_momentum(beta1, x, group["momentum_decay"]) for x in (t, t + 1))
             torch._foreach_mul_(products, mu)
-            for prods in _same_values(products):  # a loaded state may hold other products
-                lr, prod = group["lr"], float(prods[0][1])
-                a = lr * (1.0 - mu) / (1.0 - prod)  # the gradient's rate
-                b = lr * mu_next / (1.0 - prod * mu_next)  # the momentum's
-                ps = [params[i] for i, _ in prods]
-                grads = [p.grad for p in ps]
-                ms = [states[i]["exp_avg"] for i, _ in prods]
-                vs = [states[i]["exp_avg_sq"] for i, _ in prods]
-                ss = [states[i]["step"] for i, _ in prods]
-                copies = self._copies(ps)
-                torch._foreach_copy_(copies, vs)
-                kw = {"weight_decay": 0.0, "eps": group["eps"], "amsgrad": False, "maximize": False}
-                torch._fused_adam_(ps, grads, ms, copies, [], ss, lr=b * (1.0 - beta1 ** t), beta1=beta1,
-                                   beta2=beta2, grad_scale=grad_scale, **kw)  # m', p - B m' / d; grads / scale
-                torch._fused_adam_(ps, grads, copies, vs, [], ss, lr=a, beta1=0.0, beta2=beta2, **kw)  # v', - A g / d
-                for p in ps:
-                    increment_version(p)
+            lr, prod = group["lr"], float(products[0])
+            a = lr * (1.0 - mu) / (1.0 - prod)  # the gradient's rate
+            b = lr * mu_next / (1.0 - prod * mu_next)  # the momentum's
+            grads, ms, vs = [p.grad for p in ps], [st["exp_avg"] for st in states], [st["exp_avg_sq"] for st in states]
+            copies = self._copies(ps)
+            torch._foreach_copy_(copies, vs)
+            torch._fused_adam_(ps, grads, ms, copies, [], steps, lr=b * (1.0 - beta1 ** t), beta1=beta1, beta2=beta2,
+                               grad_scale=grad_scale, **kw)  # m', p - B m'/d; the gradients divided by the scale
+            torch._fused_adam_(ps, grads, copies, vs, [], steps, lr=a, beta1=0.0, beta2=beta2, **kw)  # v', p - A g/d
+            for p in ps:
+                increment_version(p)
 
     def _copies(self, params: list[torch.Tensor]) -> list[torch.Tensor]:
         """One scratch tensor per parameter, kept between steps (not part of the state)."""
@@ -127,6 +117,16 @@ class NAdam(torch.optim.NAdam):
                 x = scratch[id(p)] = torch.empty_like(p, memory_format=torch.contiguous_format)
             out.append(x)
         return out
+
+    def _state(self, p: torch.Tensor) -> dict:
+        """``p``'s state, made as torch.optim.NAdam makes it on a parameter's first step."""
+        state = self.state[p]
+        if not state:
+            state["step"] = torch.tensor(0.0)
+            state["mu_product"] = torch.tensor(1.0)
+            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        return state
 
     def _own_path(self, group: dict) -> bool:
         """Whether :meth:`_step_group` gives this group torch.optim.NAdam's exact update."""
@@ -143,12 +143,7 @@ class NAdam(torch.optim.NAdam):
                 continue
             if p.grad.is_sparse:
                 raise RuntimeError("NAdam does not support sparse gradients")
-            state = self.state[p]
-            if not state:  # as torch.optim.NAdam makes it
-                state["step"] = torch.tensor(0.0)
-                state["mu_product"] = torch.tensor(1.0)
-                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state = self._state(p)
             params.append(p)
             grads.append(p.grad)
             exp_avgs.append(state["exp_avg"])
@@ -170,8 +165,8 @@ class NAdam(torch.optim.NAdam):
         torch._foreach_sqrt_(denoms)  # the one change: no zeros, so no slow path (same result: see the module)
         step_values = [float(s) for s in steps]
         bias_correction_sqrt = [(1 - beta2 ** s) ** 0.5 for s in step_values]
-        mus = [beta1 * (1.0 - 0.5 * (0.96 ** (s * momentum_decay))) for s in step_values]
-        mu_nexts = [beta1 * (1.0 - 0.5 * (0.96 ** ((s + 1) * momentum_decay))) for s in step_values]
+        mus = [_momentum(beta1, s, momentum_decay) for s in step_values]
+        mu_nexts = [_momentum(beta1, s + 1, momentum_decay) for s in step_values]
         torch._foreach_mul_(mu_products, mus)
         torch._foreach_div_(denoms, bias_correction_sqrt)
         torch._foreach_add_(denoms, eps)
@@ -182,12 +177,9 @@ class NAdam(torch.optim.NAdam):
         torch._foreach_addcdiv_(params, exp_avgs, denoms, step_size_expavg)
 
 
-def _same_values(scalars: list[torch.Tensor]) -> list[list[tuple[int, torch.Tensor]]]:
-    """The (index, tensor) pairs of 0-dim tensors grouped by value, in first-seen order."""
-    groups: dict[float, list[tuple[int, torch.Tensor]]] = {}
-    for i, x in enumerate(scalars):
-        groups.setdefault(float(x), []).append((i, x))
-    return list(groups.values())
+def _momentum(beta1: float, step: float, momentum_decay: float) -> float:
+    """NAdam's momentum coefficient mu_t (Dozat's schedule, as torch.optim.NAdam computes it)."""
+    return beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
 
 
 def _cpu_fused_adam() -> bool:

@@ -1,17 +1,7 @@
-import time, torch, numpy as np, collections
-import seqlab.features.chars as CH
-from seqlab.tagger import Tagger
-from seqlab.data.corpus import load_corpus
+import time, torch
 torch.set_num_threads(1)
-tagger = Tagger.load("runs/speed/chunk-model/model")
-corpus = load_corpus(tagger.config.data, "../shared/data")
-test = corpus.test
-acc = collections.Counter()
-def timed(obj, name, label):
-    f = getattr(obj, name)
-    def g(*a, **k):
-        s = time.perf_counter(); r = f(*a, **k); acc[label] += time.perf_counter() - s; return r
-    setattr(obj, name, g)
+import seqlab.features.chars as CH
+from stage_timer import acc, corpus, tagger, test, wrap as timed
 cf = next(m for m in tagger.net.modules() if isinstance(m, CH.CharFeatures))
 timed(CH.CharFeatures, "_memoised", "memoised total")
 timed(cf.encoder, "forward", "encoder")

@@ -7,6 +7,7 @@ def t(b, T, reps=1):
         s = time.perf_counter()
         for _ in range(reps): lstm(x)
         return (time.perf_counter() - s) / reps * 1e3
-for T in range(10, 40, 3):
-    first = t(64, T); again = t(64, T, 5)
-    print(T, round(first, 3), round(again, 3))
+if __name__ == "__main__":
+    for T in range(10, 40, 3):
+        first = t(64, T); again = t(64, T, 5)
+        print(T, round(first, 3), round(again, 3))

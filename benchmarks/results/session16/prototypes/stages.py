@@ -1,17 +1,7 @@
-import time, torch, collections, os
-import seqlab.tagger as TG
-from seqlab.tagger import Tagger
-from seqlab.data.corpus import load_corpus
+import time, torch, os
 torch.set_num_threads(int(os.environ.get("THREADS", 1)))
-tagger = Tagger.load("runs/speed/chunk-model/model")
-corpus = load_corpus(tagger.config.data, "../shared/data")
-test = corpus.test
-acc = collections.Counter()
-def wrap(obj, name, label):
-    f = getattr(obj, name)
-    def g(*a, **k):
-        s = time.perf_counter(); r = f(*a, **k); acc[label] += time.perf_counter() - s; return r
-    setattr(obj, name, g)
+import seqlab.tagger as TG
+from stage_timer import acc, tagger, test, wrap
 net = tagger.net
 wrap(tagger, "encode", "encode")
 wrap(TG, "collate", "collate"); wrap(TG, "collate_sentences", "collate_sentences")

@@ -1,29 +1,22 @@
-import random, sys, time, torch
-sys.path.insert(0, "/tmp/proto")
-from blocked_nadam import BlockedNAdam
-torch.set_num_threads(2)
-from seqlab.config import load_config
-from seqlab.data.batching import make_batches
-from seqlab.data.corpus import load_corpus
-from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything, train_step
-config = load_config("configs/chunking-bilstm-crf.yaml", [])
-seed_everything(1)
-corpus = load_corpus(config.data, "../shared/data")
-tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
-net, cfg = tagger.net, config.train
-params = [q for q in net.parameters() if q.requires_grad]
+"""seqlab's NAdam against its step run per block of the word table (blocked_nadam.diff), for block sizes given as
+arguments, in one training loop. blocked_optim.py: seqlab/optim.py at a409ebd with blocked_nadam.diff applied."""
+import sys, time, torch
+import blocked_optim
+from chunker import chunker
+from seqlab.training import make_optimizer, train_step
+net, cfg, params, batches = chunker()
 opts = {"nadam": make_optimizer(params, cfg)}
-for blk in [int(x) for x in sys.argv[1:]]:
-    o = BlockedNAdam(params, lr=2e-3); o.block = blk; opts[f"blocked{blk}"] = o
-batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, cfg.batch_size, None, shuffle=True, rng=random.Random(1))
-net.train()
+blocks = {f"blocked{blk}": int(blk) for blk in sys.argv[1:]}
+opts.update({name: blocked_optim.NAdam(params, lr=2e-3) for name in blocks})
 res = {k: [] for k in opts}
 for b in batches[:30]:
-    for o in opts.values(): train_step(net, b, o, params, cfg)
+    for name, o in opts.items():
+        blocked_optim.BLOCK = blocks.get(name, blocked_optim.BLOCK)
+        train_step(net, b, o, params, cfg)
 i = 30
 for rep in range(7):
     for name, o in opts.items():
+        blocked_optim.BLOCK = blocks.get(name, blocked_optim.BLOCK)
         t = time.perf_counter()
         for b in batches[i:i+50]: train_step(net, b, o, params, cfg)
         res[name].append((time.perf_counter() - t) / 50 * 1e3)

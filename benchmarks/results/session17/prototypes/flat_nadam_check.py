@@ -1,7 +1,8 @@
+"""seqlab's NAdam with its small tensors on one concatenated copy (flat_nadam.diff) against torch's NAdam (the same bits)
+and against seqlab's at a409ebd (time). flat_optim.py: seqlab/optim.py at a409ebd with flat_nadam.diff applied."""
 import sys, time, torch
-sys.path.insert(0, "/tmp/proto")
-from flat_nadam import FlatNAdam
-from seqlab.optim import NAdam
+from flat_optim import NAdam as FlatNAdam
+from seqlab.optim import NAdam  # run at a409ebd
 torch.set_num_threads(2)
 torch.manual_seed(0)
 shapes = [(18950, 50), (400, 108), (400, 100), (400,), (400,), (40, 200), (40,), (82, 30), (9, 8)]

@@ -1,20 +1,10 @@
-import random, sys, time, torch
-torch.set_num_threads(2)
-from seqlab.config import load_config
-from seqlab.data.batching import make_batches
-from seqlab.data.corpus import load_corpus
-from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything, train_step
-config = load_config("configs/chunking-bilstm-crf.yaml", [])
-seed_everything(1)
-corpus = load_corpus(config.data, "../shared/data")
-tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
-net, cfg = tagger.net, config.train
-params = [q for q in net.parameters() if q.requires_grad]
+"""NAdam against PyTorch's fused and multi-tensor Adam in the same training loop (a bound for a fused NAdam)."""
+import sys, time, torch
+from chunker import chunker
+from seqlab.training import make_optimizer, train_step
+net, cfg, params, batches = chunker()
 opts = {"nadam": make_optimizer(params, cfg), "fused_adam": torch.optim.Adam(params, lr=2e-3, fused=True),
         "foreach_adam": torch.optim.Adam(params, lr=2e-3, foreach=True)}
-batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, cfg.batch_size, None, shuffle=True, rng=random.Random(1))
-net.train()
 res = {k: [] for k in opts}
 for b in batches[:30]:
     for o in opts.values(): train_step(net, b, o, params, cfg)

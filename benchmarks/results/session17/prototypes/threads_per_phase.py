@@ -1,20 +1,9 @@
-import random, sys, time, torch
-torch.set_num_threads(2)
-from seqlab.config import load_config
-from seqlab.data.batching import make_batches
-from seqlab.data.corpus import load_corpus
-from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything, train_step, clip_and_step
-sets = ["train.optimizer=sgd", "train.lr=0.015", "train.clip=5.0"] if sys.argv[1] == "sgd" else []
-config = load_config("configs/chunking-bilstm-crf.yaml", sets)
-seed_everything(1)
-corpus = load_corpus(config.data, "../shared/data")
-tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
-net, cfg = tagger.net, config.train
-params = [q for q in net.parameters() if q.requires_grad]
+"""Training steps with the forward + backward and the update on their own thread counts, alternated in one process."""
+import sys, time, torch
+from chunker import SGD, chunker
+from seqlab.training import clip_and_step, make_optimizer
+net, cfg, params, batches = chunker(SGD if sys.argv[1] == "sgd" else [])
 opt = make_optimizer(params, cfg)
-batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, cfg.batch_size, None, shuffle=True, rng=random.Random(1))
-net.train()
 def step(batch, fb_threads, opt_threads):
     torch.set_num_threads(fb_threads)
     losses = net.loss(batch)
