@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+
 import io
 import json
 import logging
@@ -24,6 +25,7 @@ from seqlab.config import ExperimentConfig
 from seqlab.context import Context
 from seqlab.crf import TagPath
 from seqlab.data.batching import Batch, Encoded, collate, collate_sentences, size_groups
+from seqlab.data.token_types import TokenTypes
 from seqlab.data.corpus import check_labels
 from seqlab.data.readers import read_raw
 from seqlab.data.schemes import IndexConverter, convert, get_spans
@@ -33,7 +35,7 @@ from seqlab.data.vocab import PAD, UNK, Vocab
 from seqlab.decoders.base import NoExactConfidence, ProbabilisticDecoderConfig, TagSet
 from seqlab.devices import SMALL_BATCH, resolve_device, run_concurrently, threads_for
 from seqlab.errors import SeqlabError
-from seqlab.features.base import Featurizer
+from seqlab.features.base import MEMO_TOKENS, Featurizer
 from seqlab.io import atomic_write_bytes, atomic_write_dir
 from seqlab.metrics import Scores, span_f1, token_scores
 from seqlab.model import TaggerNet
@@ -112,6 +114,7 @@ class _Row:
     """Inference result of one sentence, before conversion to labels."""
 
     tags: list[int] = field(default_factory=list)
+    labels: list[str] | None = None  # ``tags`` in the input's scheme; None: not converted yet
     nbest: list[TagPath] | None = None
     explanation: list[LayerExplanation] | None = None
     split_at: list[int] | None = None
@@ -143,6 +146,8 @@ class Tagger:
         # a batch of very unequal lengths (requests merged by the server) is cut where that saves more padded
         # tokens than this many, the cost of one more batch (seqlab.data.batching.split_padding); None = never
         self.pad_overhead: int | None = PAD_OVERHEAD
+        # the distinct tokens tagged so far, numbered: a batch's featurizers look its tokens up once between them
+        self.token_types = TokenTypes(MEMO_TOKENS)
 
     # ----- tag schemes -------------------------------------------------------------------------
     @property
@@ -228,7 +233,7 @@ class Tagger:
                 parts = engine.parts(collate(encoded, list(range(len(encoded))), self.featurizers), encoded,
                                      self.featurizers)
             else:  # each featurizer encodes the whole batch at once
-                parts = [collate_sentences(chosen, self.featurizers)]
+                parts = [collate_sentences(chosen, self.featurizers, self.token_types)]
             for part in parts:
                 self._tag_batch(part, [rows[k] for k in positions], nbest, explain, ablate, confidence)
 
@@ -239,6 +244,9 @@ class Tagger:
                 together.append(group)
             else:
                 tag(group)
+        # the costliest batches first (padded tokens: rows x longest), so that the last ones to finish are short and
+        # no thread idles long while the other ends a long batch (groups come sorted by length, the longest last)
+        together.sort(key=lambda g: len(g) * max(len(sentences[nonempty[i]].tokens) for i in g), reverse=True)
         run_concurrently(tag, together, self.device)
         if confidence:  # sentences without tokens still say what kind of confidence the model gives
             kind = next((r.confidence_kind for r in rows if r.confidence_kind), None)
@@ -257,12 +265,15 @@ class Tagger:
                 out = self.net.head(*engine.run(batch, ablate), nbest)
             else:
                 out = self.net(batch, ablate, nbest)
-        best = out.decoded.tags.tolist()
+        tags = out.decoded.tags.cpu().numpy()  # (batch, seq_len)
+        best = tags.tolist()
+        labels = self.to_labels.rows(tags, batch.lengths.cpu().numpy())  # in the input's scheme, the whole batch at once
         lengths = batch.lengths.tolist()
         conf = self._confidence(batch, out, [b[:n] for b, n in zip(best, lengths)]) if confidence else None
         for row, j in enumerate(batch.index):
             r = targets[j]
             r.tags = best[row][: lengths[row]]
+            r.labels = labels[row]
             if out.nbest is not None:
                 r.nbest = out.nbest[row]
             if explain:
@@ -320,7 +331,11 @@ class Tagger:
     def predict_tags(self, sentences: Sequence[Sentence], batch_size: int | None = None,
                      ablate: Collection[str] = (), max_length: int | None = None) -> list[list[str]]:
         """Predicted labels in the input's tag scheme."""
-        return [self.to_labels(r.tags) for r in self._run_capped(sentences, max_length, batch_size, ablate=ablate)]
+        return [self._labels(r) for r in self._run_capped(sentences, max_length, batch_size, ablate=ablate)]
+
+    def _labels(self, row: _Row) -> list[str]:
+        """A row's tags in the input's scheme (converted with its batch where it was tagged whole)."""
+        return row.labels if row.labels is not None else self.to_labels(row.tags)
 
     def predict(self, inputs, batch_size: int | None = None, nbest: int | None = None,
                 explain: bool = False, max_length: int | None = None, confidence: bool = False) -> list[Prediction]:
@@ -334,7 +349,7 @@ class Tagger:
         joiner = "" if self.config.data.format == "bmes" else " "
         preds = []
         for s, r in zip(sentences, rows):
-            tags = self.to_labels(r.tags)
+            tags = self._labels(r)
             spans = [] if self.scheme == "none" else [
                 Span(typ, a, b, joiner.join(s.tokens[a:b]), None if r.span_conf is None else r.span_conf.get((a, b)))
                 for typ, a, b in get_spans(tags, self.scheme)]

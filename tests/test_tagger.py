@@ -156,7 +156,7 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
         return forward(self, *args, **kwargs)
     monkeypatch.setattr(TaggerNet, "forward", counting_forward)
     word = tagger.featurizers["word"]
-    encode, collate_sentences = word.encode, word.collate_sentences
+    encode, collate_sentences, collate_types = word.encode, word.collate_sentences, word.collate_types
 
     def counting_encode(sentence):
         calls["encode"] += 1
@@ -165,8 +165,12 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
     def counting_collate(sentences, seq_len):  # a batch encoded at once
         calls["encode"] += len(sentences)
         return collate_sentences(sentences, seq_len)
+    def counting_types(typed, seq_len):  # a batch collated from its tokens' type ids
+        calls["encode"] += len(typed.sentences)
+        return collate_types(typed, seq_len)
     monkeypatch.setattr(word, "encode", counting_encode)
     monkeypatch.setattr(word, "collate_sentences", counting_collate)
+    monkeypatch.setattr(word, "collate_types", counting_types)
     pred = tagger.predict(["He reckons the deficit will narrow .", "Yes ."], nbest=2, explain=True)
     assert calls == {"forward": 1, "encode": 2}  # one batch, one pass; each sentence encoded once
     assert pred[0].nbest[0].tags == pred[0].tags and pred[0].explanation == []  # no attention layer

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from seqlab.data.sentence import Sentence
+from seqlab.data.token_types import TokenTypes, TypedTokens
 
 TOKENS = "tokens"  # the default length batches are budgeted by
 
@@ -63,6 +64,8 @@ class SentenceCollator(Protocol):
 
     def collate_sentences(self, sentences: Sequence[Sentence], seq_len: int) -> dict[str, torch.Tensor]: ...
 
+    def collate_types(self, typed: TypedTokens, seq_len: int) -> dict[str, torch.Tensor]: ...
+
 
 def collate(items: list[Encoded], index: list[int], featurizers: Mapping[str, Collator]) -> Batch:
     """Pad a list of encoded sentences into a :class:`Batch`."""
@@ -79,14 +82,21 @@ def collate(items: list[Encoded], index: list[int], featurizers: Mapping[str, Co
     return Batch(torch.from_numpy(mask), torch.from_numpy(lengths), tags, index, feats)
 
 
-def collate_sentences(sentences: Sequence[Sentence], featurizers: Mapping[str, SentenceCollator]) -> Batch:
+def collate_sentences(sentences: Sequence[Sentence], featurizers: Mapping[str, SentenceCollator],
+                      types: TokenTypes | None = None) -> Batch:
     """:func:`collate` of the sentences (none empty) straight from their tokens, each featurizer encoding the
     whole batch at once (:meth:`~seqlab.features.base.Featurizer.collate_sentences`): inference's path, without
-    per-sentence arrays. No tags; ``index`` is 0..n-1."""
+    per-sentence arrays. With ``types``, the tokens are looked up there once and each featurizer collates from
+    their type ids (:meth:`~seqlab.features.base.Featurizer.collate_types`; the same tensors). No tags;
+    ``index`` is 0..n-1."""
     lengths = np.fromiter((len(s.tokens) for s in sentences), dtype=np.int64, count=len(sentences))
     t = int(lengths.max())
     mask = np.arange(t)[None, :] < lengths[:, None]  # (batch, seq_len)
-    feats = {name: f.collate_sentences(sentences, t) for name, f in featurizers.items()}
+    typed = None if types is None else TypedTokens.of(sentences, types)
+    if typed is not None:
+        feats = {name: f.collate_types(typed, t) for name, f in featurizers.items()}
+    else:
+        feats = {name: f.collate_sentences(sentences, t) for name, f in featurizers.items()}
     return Batch(torch.from_numpy(mask), torch.from_numpy(lengths), None, list(range(len(sentences))), feats)
 
 

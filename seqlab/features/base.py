@@ -22,6 +22,7 @@ from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import Vocab
 from seqlab.errors import SeqlabError
+from seqlab.data.token_types import TypedTokens
 from seqlab.registry import LayerConfig, Registry
 
 FEATURES: Registry = Registry("feature")
@@ -88,6 +89,12 @@ class Featurizer(ABC):
         whole batch's tokens up at once, without arrays per sentence."""
         return self.collate([self.encode(s) for s in sentences], seq_len)
 
+    def collate_types(self, typed: TypedTokens, seq_len: int) -> dict[str, Tensor]:
+        """:meth:`collate_sentences` of ``typed.sentences``, given their tokens' type ids: a featurizer whose value
+        of a token depends on its string alone overrides it to keep one value per type (:mod:`seqlab.data.token_types`)
+        and gather the batch's with one array index. The same tensors."""
+        return self.collate_sentences(typed.sentences, seq_len)
+
     def size(self, encoded: Any) -> int | None:
         """A length of this feature's own for batch budgets (lattice length), or None."""
         return None
@@ -146,6 +153,13 @@ def memo_lookup(memo: dict[str, Any], tokens: Sequence[str], compute: Callable[[
                 memo[token] = value
         out.append(value)
     return out
+
+
+def memo_values(memo: dict[str, Any], tokens: Sequence[str], compute: Callable[[str], Any]) -> list:
+    """Each token's value from ``memo``, computed where missing, and not stored: for values a caller keeps
+    elsewhere (one per token type, :mod:`seqlab.data.token_types`)."""
+    get = memo.get
+    return [value if (value := get(t)) is not None else compute(t) for t in tokens]
 
 
 def flat_tokens(sentences: Sequence[Sentence]) -> tuple[list[str], np.ndarray]:

@@ -15,7 +15,8 @@ from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import CASING_CLASSES, CHIU_NICHOLS_CLASSES, casing_class, chiu_nichols_class
 from seqlab.errors import SeqlabError
 from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, Featurizer, flat_tokens, memo_lookup,
-                                  pad_flat, pad_ids)
+                                  memo_values, pad_flat, pad_ids)
+from seqlab.data.token_types import TypedTokens, TypeValues
 
 
 @FEATURES.register
@@ -63,6 +64,10 @@ class CasingFeaturizer(Featurizer):
         super().__init__(name, config)
         self._cache: dict[str, int] = {}
         self._classify = casing_class if config.classes == "seqlab" else chiu_nichols_class
+        self._by_type = TypeValues(self._classes)
+
+    def _classes(self, tokens: list[str]) -> list[int]:
+        return memo_values(self._cache, tokens, self._classify)
 
     def state(self) -> dict:
         return {"classes": list(self.config.table)}
@@ -81,6 +86,9 @@ class CasingFeaturizer(Featurizer):
     def collate_sentences(self, sentences: Sequence[Sentence], seq_len: int) -> dict[str, Tensor]:
         tokens, lengths = flat_tokens(sentences)
         return {"ids": pad_flat(memo_lookup(self._cache, tokens, self._classify), lengths, seq_len)}
+
+    def collate_types(self, typed: TypedTokens, seq_len: int) -> dict[str, Tensor]:
+        return {"ids": pad_flat(self._by_type.of(typed), typed.lengths, seq_len)}  # (batch, seq_len), 0 = padding
 
     def module(self) -> CasingEmbedding:
         return CasingEmbedding(len(self.config.table), self.config.dim, self.config.one_hot)

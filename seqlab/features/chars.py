@@ -20,7 +20,8 @@ from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import Vocab
 from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
-                                  pad_flat, pad_ids)
+                                  memo_values, pad_flat, pad_ids)
+from seqlab.data.token_types import TypeArrays, TypedTokens
 from seqlab.lstm import BiLSTM
 from seqlab.registry import ConfigCheckError, check_error
 from seqlab.versions import weights_key
@@ -371,6 +372,14 @@ class CharsFeaturizer(VocabFeaturizer):
 
     config: CharsConfig
 
+    def __init__(self, name: str, config: CharsConfig):
+        super().__init__(name, config)
+        self._by_type = TypeArrays(self._char_arrays)
+
+    def set_vocab(self, vocab: Vocab) -> None:
+        super().set_vocab(vocab)
+        self._by_type = TypeArrays(self._char_arrays)  # ids of the new vocabulary
+
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
         self.set_vocab(Vocab.from_counts(Counter(c for s in train for t in s.tokens for c in t)))
 
@@ -378,6 +387,9 @@ class CharsFeaturizer(VocabFeaturizer):
         chars = token[: self.config.max_len]
         return (np.fromiter((self.vocab.index(c) for c in chars), dtype=np.int64, count=len(chars))
                 if chars else np.ones(1, dtype=np.int64))
+
+    def _char_arrays(self, tokens: list[str]) -> list[np.ndarray]:
+        return memo_values(self._cache, tokens, self._char_ids)
 
     def encode(self, sentence: Sentence) -> list[np.ndarray]:
         return memo_lookup(self._cache, sentence.tokens, self._char_ids)
@@ -387,6 +399,16 @@ class CharsFeaturizer(VocabFeaturizer):
         if len(tokens) < COLLATE_VECTOR_FROM:
             return super().collate_sentences(sentences, seq_len)
         return self._collate_flat(memo_lookup(self._cache, tokens, self._char_ids), lengths, seq_len)
+
+    def collate_types(self, typed: TypedTokens, seq_len: int) -> dict[str, Tensor]:
+        """:meth:`collate`'s tensors from the type ids: the batch's distinct types in order of first appearance
+        are its distinct tokens (the memo's char arrays are one per string, as the types are)."""
+        if len(typed.tokens) < COLLATE_VECTOR_FROM:
+            return self.collate_sentences(typed.sentences, seq_len)
+        self._by_type.ensure(typed)
+        distinct, rows = typed.distinct()  # (distinct_tokens,), (tokens,)
+        return {"chars": torch.from_numpy(self._by_type.padded(distinct)),  # (distinct_tokens, max_word_len)
+                "rows": pad_flat(rows, typed.lengths, seq_len)}  # (batch, seq_len)
 
     def collate(self, items: list[list[np.ndarray]], seq_len: int) -> dict[str, Tensor]:
         """Equal tokens share one char array (memoised), so each distinct token is stored once, in the order of

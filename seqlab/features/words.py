@@ -13,9 +13,10 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.data.vocab import normalize_word
+from seqlab.data.vocab import Vocab, normalize_word
 from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
-                                  pad_flat, pad_ids)
+                                  memo_values, pad_flat, pad_ids)
+from seqlab.data.token_types import TypedTokens, TypeValues
 from seqlab.vectors import fit_vocab_and_table
 
 
@@ -57,6 +58,11 @@ class WordsFeaturizer(VocabFeaturizer):
     def __init__(self, name: str, config: WordsConfig):
         super().__init__(name, config)
         self._init: np.ndarray | None = None  # pre-trained table after fit, until the module is made
+        self._by_type = TypeValues(self._ids)
+
+    def set_vocab(self, vocab: Vocab) -> None:
+        super().set_vocab(vocab)
+        self._by_type = TypeValues(self._ids)  # ids of the new vocabulary
 
     def _norm(self, token: str) -> str:
         return normalize_word(token, self.config.lowercase, self.config.replace_digits)
@@ -72,6 +78,9 @@ class WordsFeaturizer(VocabFeaturizer):
     def _id(self, token: str) -> int:
         return self.vocab.index(self._norm(token))
 
+    def _ids(self, tokens: list[str]) -> list[int]:
+        return memo_values(self._cache, tokens, self._id)
+
     def encode(self, sentence: Sentence) -> np.ndarray:
         return np.array(memo_lookup(self._cache, sentence.tokens, self._id), dtype=np.int64)  # (seq_len,)
 
@@ -81,6 +90,9 @@ class WordsFeaturizer(VocabFeaturizer):
     def collate_sentences(self, sentences: Sequence[Sentence], seq_len: int) -> dict[str, Tensor]:
         tokens, lengths = flat_tokens(sentences)
         return {"ids": pad_flat(memo_lookup(self._cache, tokens, self._id), lengths, seq_len)}  # (batch, seq_len)
+
+    def collate_types(self, typed: TypedTokens, seq_len: int) -> dict[str, Tensor]:
+        return {"ids": pad_flat(self._by_type.of(typed), typed.lengths, seq_len)}  # (batch, seq_len)
 
     def module(self) -> WordEmbedding:
         init = None if self._init is None else torch.from_numpy(self._init)

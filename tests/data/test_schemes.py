@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -181,6 +182,29 @@ def test_index_converter_equals_convert(src, dst):
             tags = [rng.choice(vocab[1:]) for _ in range(length)]
         expected = tags if src == dst else convert(tags, src, dst)
         assert to_labels([index[t] for t in tags]) == expected, tags
+
+
+@pytest.mark.parametrize("src", SCHEMES)
+@pytest.mark.parametrize("dst", SCHEMES)
+def test_index_converter_rows_equal_the_call_on_each_row(src, dst):
+    """A batch converted at once (padded rows of any length, well-formed or not, padding of any value) gives
+    each row what converting it alone gives."""
+    vocab = _tag_vocab(src)
+    to_labels = IndexConverter(vocab, src, dst)
+    index = {t: i for i, t in enumerate(vocab)}
+    rng = random.Random(2)
+    for _ in range(200):
+        rows = []
+        for k in range(rng.randint(1, 9)):
+            length = rng.randint(1, 8)
+            if k % 2:
+                tags = spans_to_tags(_random_spans(rng, length), length, src)
+                rows.append([index.get(t, index["O"]) for t in tags])
+            else:
+                rows.append([rng.randrange(1, len(vocab)) for _ in range(length)])  # malformed too
+        lengths = np.array([len(r) for r in rows])
+        tags = np.array([r + [rng.randrange(len(vocab))] * (lengths.max() - len(r)) for r in rows])
+        assert to_labels.rows(tags, lengths) == [to_labels(r) for r in rows]
 
 
 def test_index_converter_takes_the_table_for_well_formed_input(monkeypatch):
