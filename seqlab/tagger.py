@@ -228,11 +228,15 @@ class Tagger:
         def tag(group: list[int]) -> None:  # writes the rows of this group's sentences only
             positions = [nonempty[i] for i in group]
             chosen = [sentences[k] for k in positions]
-            if engine is not None and engine.takes(len(group)):  # pairwise tensors: big batches run in parts
+            in_parts = engine is not None and engine.takes(len(group)) and bool(engine.pairwise_dim)
+            if in_parts or len(chosen) <= SMALL_BATCH:
+                # each sentence encoded, then collated: cheaper for one or two sentences than the batch's array
+                # operations (41 against 47 us a CoNLL-2000 sentence); and onnxruntime runs pairwise tensors' big
+                # batches in parts, re-collated from each sentence's arrays
                 encoded = self.encode(chosen)
-                parts = engine.parts(collate(encoded, list(range(len(encoded))), self.featurizers), encoded,
-                                     self.featurizers)
-            else:  # each featurizer encodes the whole batch at once
+                batch = collate(encoded, list(range(len(encoded))), self.featurizers)
+                parts = engine.parts(batch, encoded, self.featurizers) if in_parts else [batch]
+            else:  # the batch's tokens looked up once, each featurizer collating from their type ids
                 parts = [collate_sentences(chosen, self.featurizers, self.token_types)]
             for part in parts:
                 self._tag_batch(part, [rows[k] for k in positions], nbest, explain, ablate, confidence)
