@@ -2,6 +2,8 @@
 speed), for this session's prototypes. Run them from the repository root with
 PYTHONPATH=benchmarks/results/session18/prototypes."""
 
+import time
+
 import torch
 
 from seqlab.config import load_config
@@ -45,3 +47,33 @@ def reset(tagger, types: bool = True) -> None:
     for m in tagger.net.modules():
         if isinstance(m, CharFeatures):
             m._memo = None
+
+
+def best_of(fn, items, reps: int = 5) -> float:
+    """Seconds of the fastest of ``reps`` runs of ``fn`` over every item."""
+    best = float("inf")
+    for _ in range(reps):
+        start = time.perf_counter()
+        for item in items:
+            fn(item)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def memos_after_training(tagger, corpus):
+    """The featurizers' memos holding the training tokens alone (as after training), and a function setting them
+    back to that and emptying the char memo (a first pass's state, the LSTM's shapes aside)."""
+    for f in tagger.featurizers.values():
+        if hasattr(f, "_cache"):
+            f._cache = {}
+    tagger.encode(corpus.train, with_tags=True)
+    snap = {f.name: dict(f._cache) for f in tagger.featurizers.values() if hasattr(f, "_cache")}
+
+    def back() -> None:
+        for f in tagger.featurizers.values():
+            if hasattr(f, "_cache"):
+                f._cache = dict(snap[f.name])
+        for m in tagger.net.modules():
+            if isinstance(m, CharFeatures):
+                m._memo = None
+    return back

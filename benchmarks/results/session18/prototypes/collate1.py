@@ -1,7 +1,7 @@
 """One sentence at a time: encode + collate (the onnxruntime path before) against collate_sentences with and without
 token types, us a sentence over the 2,012 test sentences (types and memos warm), best of 5."""
 import time
-from chunker import fresh_chunker
+from chunker import best_of, fresh_chunker
 from seqlab.data.batching import collate, collate_sentences
 tagger, corpus = fresh_chunker(2)
 test, f = corpus.test, tagger.featurizers
@@ -13,12 +13,7 @@ variants = {"encode + collate": per_sentence, "collate_sentences": lambda s: col
             "collate_sentences + types": lambda s: collate_sentences([s], f, tagger.token_types)}
 for _ in range(2):
     for name, fn in variants.items():
-        best = 1e9
-        for _ in range(5):
-            t = time.perf_counter()
-            for s in test: fn(s)
-            best = min(best, time.perf_counter() - t)
-        print(f"{name:28s} {best / len(test) * 1e6:6.1f} us")
+        print(f"{name:28s} {best_of(fn, test) / len(test) * 1e6:6.1f} us")
 import cProfile, pstats, sys
 if len(sys.argv) > 1:
     pr = cProfile.Profile(); pr.enable()

@@ -1,19 +1,14 @@
 import time, torch, numpy as np
 from seqlab.features.base import flat_tokens, memo_lookup, pad_flat
 from seqlab.data.batching import size_groups
-from chunker import fresh_chunker
+from chunker import best_of, fresh_chunker
 tagger, corpus = fresh_chunker(1)
 test = corpus.test
 tagger.predict_tags(test, 64)
 groups = size_groups([len(s.tokens) for s in test], 64)
 batches = [[test[i] for i in g] for g in groups]
 def t(name, fn):
-    best = 1e9
-    for _ in range(5):
-        s = time.perf_counter()
-        for b in batches: fn(b)
-        best = min(best, time.perf_counter() - s)
-    print(f"{name:30s} {best*1e3:7.2f} ms")
+    print(f"{name:30s} {best_of(fn, batches) * 1e3:7.2f} ms")
 w = tagger.featurizers["word"]; c = tagger.featurizers["char"]; ca = tagger.featurizers["casing"]
 t("flat_tokens", lambda b: flat_tokens(b))
 toks = {id(b): flat_tokens(b) for b in batches}

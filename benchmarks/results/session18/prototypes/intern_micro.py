@@ -8,13 +8,9 @@ batches = [sents[i:i+64] for i in range(0, len(sents), 64)]
 known = {}
 for s in corpus.train + sents:
     for t in s.tokens: known.setdefault(t, len(known))
+from chunker import best_of
 def t(name, fn):
-    best = 1e9
-    for _ in range(7):
-        s = time.perf_counter()
-        for b in batches: fn(b)
-        best = min(best, time.perf_counter() - s)
-    print(f"{name:30s} {best*1e3:7.2f} ms")
+    print(f"{name:30s} {best_of(fn, batches, 7) * 1e3:7.2f} ms")
 t("flat listcomp", lambda b: [x for s in b for x in s.tokens])
 t("flat chain", lambda b: list(itertools.chain.from_iterable(s.tokens for s in b)))
 flat = {id(b): [x for s in b for x in s.tokens] for b in batches}

@@ -1,19 +1,10 @@
 import os, sys, time, statistics, torch
 from seqlab.features.chars import CharFeatures
-from chunker import fresh_chunker
+from chunker import fresh_chunker, memos_after_training
 tagger, corpus = fresh_chunker(int(sys.argv[1]))
-for f in tagger.featurizers.values():
-    if hasattr(f, "_cache"): f._cache = {}
-tagger.encode(corpus.train, with_tags=True)
-snap = {f.name: dict(f._cache) for f in tagger.featurizers.values() if hasattr(f, "_cache")}
-tagger.net.eval()
+reset = memos_after_training(tagger, corpus)
 test = corpus.test
 t = time.perf_counter(); tagger.predict_tags(test, 64); first = time.perf_counter() - t
-def reset():
-    for f in tagger.featurizers.values():
-        if hasattr(f, "_cache"): f._cache = dict(snap[f.name])
-    for m in tagger.net.modules():
-        if isinstance(m, CharFeatures): m._memo = None
 cold, warm = [], []
 for rep in range(7):
     reset()

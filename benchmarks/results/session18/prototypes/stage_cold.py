@@ -1,13 +1,9 @@
 import os, sys, time, statistics, torch, collections
 from seqlab.features.chars import CharFeatures, TokenMemo, CharCNN
 import seqlab.features.base as fb
-from chunker import fresh_chunker
+from chunker import fresh_chunker, memos_after_training
 tagger, corpus = fresh_chunker(1)
-for f in tagger.featurizers.values():
-    if hasattr(f, "_cache"): f._cache = {}
-tagger.encode(corpus.train, with_tags=True)
-snap = {f.name: dict(f._cache) for f in tagger.featurizers.values() if hasattr(f, "_cache")}
-tagger.net.eval()
+reset = memos_after_training(tagger, corpus)
 test = corpus.test
 acc = collections.Counter()
 def timed(name, fn):
@@ -21,11 +17,6 @@ TokenMemo.add = timed("memo add", TokenMemo.add)
 TokenMemo.find = timed("memo find", TokenMemo.find)
 CharCNN.forward = timed("charcnn", CharCNN.forward)
 tagger.predict_tags(test, 64)
-def reset():
-    for f in tagger.featurizers.values():
-        if hasattr(f, "_cache"): f._cache = dict(snap[f.name])
-    for m in tagger.net.modules():
-        if isinstance(m, CharFeatures): m._memo = None
 res = collections.defaultdict(list)
 for rep in range(5):
     reset()
