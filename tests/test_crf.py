@@ -629,3 +629,25 @@ def test_numpy_forward_backward_equals_the_torch_recursions(constrained):
         fast = crf.marginals(em, mask)
     slow = crf.marginals(em.clone().requires_grad_(), mask).detach()
     torch.testing.assert_close(fast, slow, rtol=1e-9, atol=1e-9)
+
+
+def test_numpy_viterbi_decodes_with_scores_changed_since_the_last_decode():
+    """The CPU Viterbi keeps its potentials as NumPy arrays between calls: scores changed in place (as an optimiser
+    step changes them), loaded by load_state_dict, or a constraint penalty changed, are what the next decode uses."""
+    crf = make_crf(3, 7, constrained=True)
+    em = rand_emissions(1, 4, 3, 7)
+
+    def brute_best() -> list[int]:
+        return list(max(brute_all(crf, em[0], only_allowed=True).items(), key=lambda kv: kv[1])[0])
+
+    decoded = crf.viterbi_tags(em).tolist()
+    assert decoded == [brute_best()]
+    with torch.no_grad():
+        crf.start_transitions[decoded[0][0]] -= 50.0  # in place: the best path must start elsewhere
+    changed = crf.viterbi_tags(em).tolist()
+    assert changed == [brute_best()] and changed != decoded
+    crf.load_state_dict(make_crf(3, 8, constrained=True).state_dict())
+    assert crf.viterbi_tags(em).tolist() == [brute_best()]
+    with torch.no_grad():
+        crf.end_penalty.fill_(0.0)  # every tag may now end a sentence
+    assert crf.viterbi_tags(em).tolist() == [brute_best()]
