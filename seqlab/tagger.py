@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-
 import io
 import json
 import logging
@@ -25,12 +24,12 @@ from seqlab.config import ExperimentConfig
 from seqlab.context import Context
 from seqlab.crf import TagPath
 from seqlab.data.batching import Batch, Encoded, collate, collate_sentences, size_groups
-from seqlab.data.token_types import TokenTypes
 from seqlab.data.corpus import check_labels
 from seqlab.data.readers import read_raw
 from seqlab.data.schemes import IndexConverter, convert, get_spans
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_sentence
+from seqlab.data.token_types import TokenTypes
 from seqlab.data.vocab import PAD, UNK, Vocab
 from seqlab.decoders.base import NoExactConfidence, ProbabilisticDecoderConfig, TagSet
 from seqlab.devices import SMALL_BATCH, resolve_device, run_concurrently, threads_for

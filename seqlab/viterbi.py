@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-
 #: From this many (batch x tags x tags) elements on, a step's broadcast sum runs as a PyTorch add into
 #: the same buffer: about twice as fast as NumPy's for (64, 40, 40), whose inner loops are 40 long;
 #: below it NumPy's lower per-call cost wins.

@@ -15,10 +15,10 @@ array index. The values are the ones the featurizer's own memo gives, so the ten
 from __future__ import annotations
 
 import threading
-from itertools import chain
-from operator import itemgetter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -85,7 +85,7 @@ class TypedTokens:
     types: TokenTypes
 
     @classmethod
-    def of(cls, sentences: Sequence[Sentence], types: TokenTypes) -> "TypedTokens | None":
+    def of(cls, sentences: Sequence[Sentence], types: TokenTypes) -> TypedTokens | None:
         """The sentences' tokens typed by ``types``; None when their new strings do not fit in it."""
         tokens = list(chain.from_iterable(s.tokens for s in sentences))
         ids = types.ids(tokens)

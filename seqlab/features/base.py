@@ -20,9 +20,9 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
+from seqlab.data.token_types import TypedTokens
 from seqlab.data.vocab import Vocab
 from seqlab.errors import SeqlabError
-from seqlab.data.token_types import TypedTokens
 from seqlab.registry import LayerConfig, Registry
 
 FEATURES: Registry = Registry("feature")
