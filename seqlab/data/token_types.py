@@ -178,10 +178,10 @@ class TypeValues(PerType):
 
 
 class TypeArrays(PerType):
-    """A 1-d int array per type (a token's character ids), ``compute(strings)`` giving those of new ones, stored
-    end to end; :meth:`padded` gathers types' arrays into a 0-padded matrix."""
+    """A 1-d int array per type (a token's character ids), stored end to end; ``compute(strings)`` gives those of
+    new ones, end to end, and each one's length. :meth:`padded` gathers types' arrays into a 0-padded matrix."""
 
-    def __init__(self, compute: Callable[[list[str]], list[np.ndarray]]):
+    def __init__(self, compute: Callable[[list[str]], tuple[np.ndarray, np.ndarray]]):
         super().__init__()
         self.compute = compute
         self._clear()
@@ -199,11 +199,10 @@ class TypeArrays(PerType):
         self._lengths = np.empty(0, dtype=np.int64)  # (capacity,) its length
 
     def _append(self, strings: list[str]) -> None:
-        arrays = self.compute(strings)
-        lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-        n, end = self.filled, self.filled + len(arrays)
+        values, lengths = self.compute(strings)  # (sum(lengths),), (strings,)
+        n, end = self.filled, self.filled + len(strings)
         flat = _grown(self._flat, self._used + int(lengths.sum()))
-        flat[self._used: self._used + int(lengths.sum())] = np.concatenate(arrays)
+        flat[self._used: self._used + int(lengths.sum())] = values
         starts, lens = _grown(self._starts, end), _grown(self._lengths, end)
         starts[n:end] = self._used + np.cumsum(lengths) - lengths
         lens[n:end] = lengths

@@ -20,7 +20,7 @@ from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import Vocab
 from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
-                                  memo_values, pad_flat, pad_ids)
+                                  pad_flat, pad_ids)
 from seqlab.data.token_types import TypeArrays, TypedTokens
 from seqlab.lstm import BiLSTM
 from seqlab.registry import ConfigCheckError, check_error
@@ -363,6 +363,17 @@ class CharFeatures(FeatureModule):
         return memo
 
 
+class _IdChars(dict):
+    """``str.translate``'s table: a known character's ordinal -> its id as a character, any other -> the unknown id."""
+
+    def __init__(self, known: dict[int, str], unknown: str):
+        super().__init__(known)
+        self.unknown = unknown
+
+    def __missing__(self, key: int) -> str:
+        return self.unknown
+
+
 #: From this many tokens in a batch on, collation finds the distinct tokens with whole-array operations.
 COLLATE_VECTOR_FROM = 128
 
@@ -374,11 +385,16 @@ class CharsFeaturizer(VocabFeaturizer):
 
     def __init__(self, name: str, config: CharsConfig):
         super().__init__(name, config)
-        self._by_type = TypeArrays(self._char_arrays)
+        self.set_vocab(self.vocab)
 
     def set_vocab(self, vocab: Vocab) -> None:
         super().set_vocab(vocab)
-        self._by_type = TypeArrays(self._char_arrays)  # ids of the new vocabulary
+        self._by_type = TypeArrays(self._char_id_rows)  # ids of the new vocabulary
+        # ordinal of each known character -> its id as a character, unknown ones -> the unknown id: str.translate
+        # then maps a whole text in C (ids must be code points UTF-32 can hold: below the surrogates)
+        unk = vocab.unk_index
+        self._id_chars = (_IdChars({ord(c): chr(i) for c, i in vocab.stoi.items() if len(c) == 1}, chr(unk))
+                          if unk is not None and len(vocab) < 0xD800 else None)
 
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
         self.set_vocab(Vocab.from_counts(Counter(c for s in train for t in s.tokens for c in t)))
@@ -388,8 +404,22 @@ class CharsFeaturizer(VocabFeaturizer):
         return (np.fromiter((self.vocab.index(c) for c in chars), dtype=np.int64, count=len(chars))
                 if chars else np.ones(1, dtype=np.int64))
 
-    def _char_arrays(self, tokens: list[str]) -> list[np.ndarray]:
-        return memo_values(self._cache, tokens, self._char_ids)
+    def _char_id_rows(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every token's :meth:`_char_ids` end to end (total,) and each one's count (tokens,): the characters of
+        all tokens mapped to ids by one ``str.translate`` (0.3 against 3 us a new CoNLL-2000 token)."""
+        if self._id_chars is None:
+            arrays = [self._char_ids(t) for t in tokens]
+            return (np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64),
+                    np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays)))
+        cut = [t[: self.config.max_len] for t in tokens]
+        lengths = np.fromiter(map(len, cut), dtype=np.int64, count=len(cut))
+        text = "".join(cut).translate(self._id_chars).encode("utf-32-le")
+        ids = np.frombuffer(text, dtype="<u4").astype(np.int64)  # (sum(lengths),)
+        empty = lengths == 0
+        if empty.any():  # an empty token is one unknown character, as _char_ids gives it
+            ids = np.insert(ids, (np.cumsum(lengths) - lengths)[empty], 1)
+            lengths[empty] = 1
+        return ids, lengths
 
     def encode(self, sentence: Sentence) -> list[np.ndarray]:
         return memo_lookup(self._cache, sentence.tokens, self._char_ids)

@@ -15,6 +15,7 @@ import seqlab.features.chars as chars_module
 from seqlab.data.batching import Encoded, collate, collate_sentences
 from seqlab.data.sentence import Sentence
 from seqlab.data.token_types import TokenTypes, TypedTokens
+from seqlab.data.vocab import Vocab
 from seqlab.features.bigrams import BigramsConfig
 from seqlab.features.casing import CasingConfig
 from seqlab.features.chars import CharsConfig
@@ -161,3 +162,23 @@ def test_distinct_types_in_order_of_first_appearance():
     distinct, rows = typed.distinct()
     assert distinct.tolist() == [7, 3, 5] and rows.tolist() == [0, 1, 0, 2, 1]
     assert typed.lengths.tolist() == [3, 2] and typed.tokens == ["c", "a", "c", "b", "a"]
+
+
+def test_chars_of_many_tokens_at_once_equal_each_token_s_char_ids():
+    """The chars featurizer maps new types' characters by one str.translate: the ids each token gets alone, for
+    unknown characters, characters outside the BMP, empty tokens, tokens cut at max_len, a vocabulary holding NUL, and
+    a vocabulary too large for the translation (its ids would reach the surrogates), which maps token by token."""
+    rng = random.Random(5)
+    alphabet = list("abcXYZ019.,-é\x00") + ["\U0001F600", "中"]
+    fit = [Sentence(["".join(rng.choice(alphabet[:12] + ["\x00"]) for _ in range(6)) for _ in range(5)])]
+    small = CharsConfig(max_len=7).build("char")
+    small.fit(fit, [], 1)
+    large = CharsConfig(max_len=7).build("char")
+    large.set_vocab(Vocab([chr(0x4E00 + k) for k in range(0xD800)] + list("abc")))
+    assert small._id_chars is not None and large._id_chars is None
+    for featurizer in (small, large):
+        tokens = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(300)] + ["", "a"]
+        ids, lengths = featurizer._char_id_rows(tokens)
+        each = [featurizer._char_ids(t) for t in tokens]
+        assert lengths.tolist() == [len(a) for a in each]
+        assert ids.dtype == np.int64 and ids.tolist() == np.concatenate(each).tolist()
