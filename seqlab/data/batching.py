@@ -92,7 +92,7 @@ def collate_sentences(sentences: Sequence[Sentence], featurizers: Mapping[str, S
     lengths = np.fromiter((len(s.tokens) for s in sentences), dtype=np.int64, count=len(sentences))
     t = int(lengths.max())
     mask = np.arange(t)[None, :] < lengths[:, None]  # (batch, seq_len)
-    typed = None if types is None else TypedTokens.of(sentences, types)
+    typed = None if types is None else TypedTokens.of(sentences, types, lengths)
     if typed is not None:
         feats = {name: f.collate_types(typed, t) for name, f in featurizers.items()}
     else:

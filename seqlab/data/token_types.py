@@ -83,46 +83,60 @@ class TypedTokens:
     lengths: np.ndarray  # (batch,) each sentence's tokens
     ids: np.ndarray  # (tokens,) int64 type id of each token in ``types``
     types: TokenTypes
+    needed: int  # types 0..needed-1 hold every id of the batch: what featurizers must have values for
 
     @classmethod
-    def of(cls, sentences: Sequence[Sentence], types: TokenTypes) -> TypedTokens | None:
-        """The sentences' tokens typed by ``types``; None when their new strings do not fit in it."""
+    def of(cls, sentences: Sequence[Sentence], types: TokenTypes,
+           lengths: np.ndarray | None = None) -> TypedTokens | None:
+        """The sentences' tokens typed by ``types`` (``lengths``: each sentence's tokens, if the caller has them);
+        None when their new strings do not fit in it."""
         tokens = list(chain.from_iterable(s.tokens for s in sentences))
         ids = types.ids(tokens)
         if ids is None:
             return None
-        lengths = np.fromiter((len(s.tokens) for s in sentences), dtype=np.int64, count=len(sentences))
-        return cls(sentences, tokens, lengths, ids, types)
+        if lengths is None:
+            lengths = np.fromiter((len(s.tokens) for s in sentences), dtype=np.int64, count=len(sentences))
+        return cls(sentences, tokens, lengths, ids, types, int(ids.max()) + 1 if len(ids) else 0)
 
     def distinct(self) -> tuple[np.ndarray, np.ndarray]:
         """The batch's distinct type ids in order of first appearance (distinct,), and each token's position
         among them (tokens,)."""
-        uniq, first, inverse = np.unique(self.ids, return_index=True, return_inverse=True)
-        order = np.argsort(first)  # (distinct,) sorted position -> order of first appearance
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        return uniq[order], rank[inverse.reshape(-1)]
+        first, rows = first_appearances(self.ids)
+        return self.ids[first], rows
+
+
+def first_appearances(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """keys (n,) -> the position of each distinct key's first appearance, in order of appearance (distinct,), and
+    each key's position among the distinct ones (n,)."""
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # (distinct,) sorted position -> order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inverse.reshape(-1)]
 
 
 class PerType:
     """A featurizer's values of the types of one :class:`TokenTypes`, filled in as batches bring new types.
     Subclasses store the values (:meth:`_append`, :meth:`_clear`). Values depend only on the type's string and
-    the featurizer's state: the featurizer makes a new one when its state changes (a new vocabulary)."""
+    the featurizer's state: the featurizer makes a new one when its state changes (a new vocabulary).
+    ``compute(strings)`` gives the values of new types, in the form the subclass stores."""
 
-    def __init__(self):
+    def __init__(self, compute: Callable):
+        self.compute = compute
         self._types: TokenTypes | None = None  # whose types the values are of
         self.filled = 0  # types 0..filled-1 have their values
         self._lock = threading.Lock()
+        self._clear()
 
     def __getstate__(self) -> dict:  # copy.deepcopy and pickle: without the values and the lock
-        return {}
+        return {"compute": self.compute}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__()
+        self.__init__(state["compute"])
 
     def ensure(self, typed: TypedTokens) -> None:
         """Values for every type of ``typed`` (numbered before it was made, so all below ``len(types)``)."""
-        need = int(typed.ids.max()) + 1 if len(typed.ids) else 0
+        need = typed.needed
         if self._types is typed.types and self.filled >= need:
             return
         with self._lock:
@@ -152,19 +166,8 @@ def _grown(array: np.ndarray, size: int) -> np.ndarray:
 class TypeValues(PerType):
     """One int per type, ``compute(strings)`` giving the values of new ones; :meth:`of` gathers a batch's."""
 
-    def __init__(self, compute: Callable[[list[str]], list[int]]):
-        super().__init__()
-        self.compute = compute
-        self._values = np.empty(0, dtype=np.int64)  # (capacity,) the first ``filled`` are set
-
-    def __getstate__(self) -> dict:
-        return {"compute": self.compute}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["compute"])
-
     def _clear(self) -> None:
-        self._values = np.empty(0, dtype=np.int64)
+        self._values = np.empty(0, dtype=np.int64)  # (capacity,) the first ``filled`` are set
 
     def _append(self, strings: list[str]) -> None:
         values = _grown(self._values, self.filled + len(strings))
@@ -180,17 +183,6 @@ class TypeValues(PerType):
 class TypeArrays(PerType):
     """A 1-d int array per type (a token's character ids), stored end to end; ``compute(strings)`` gives those of
     new ones, end to end, and each one's length. :meth:`padded` gathers types' arrays into a 0-padded matrix."""
-
-    def __init__(self, compute: Callable[[list[str]], tuple[np.ndarray, np.ndarray]]):
-        super().__init__()
-        self.compute = compute
-        self._clear()
-
-    def __getstate__(self) -> dict:
-        return {"compute": self.compute}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["compute"])
 
     def _clear(self) -> None:
         self._flat = np.empty(0, dtype=np.int64)  # every type's array, end to end

@@ -21,7 +21,7 @@ from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import Vocab
 from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
                                   pad_flat, pad_ids)
-from seqlab.data.token_types import TypeArrays, TypedTokens
+from seqlab.data.token_types import TypeArrays, TypedTokens, first_appearances
 from seqlab.lstm import BiLSTM
 from seqlab.registry import ConfigCheckError, check_error
 from seqlab.versions import weights_key
@@ -477,16 +477,12 @@ class CharsFeaturizer(VocabFeaturizer):
         """Each token's char array (memoised: one per token type), sentence after sentence, and the sentences'
         lengths (batch,) -> :meth:`collate`'s tensors, with whole-array operations."""
         ids = np.fromiter(map(id, flat), dtype=np.uint64, count=len(flat))  # (tokens,)
-        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        order = np.argsort(first)  # distinct arrays in order of first appearance
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        distinct = [flat[i] for i in first[order]]
+        first, rows = first_appearances(ids)  # distinct arrays in order of first appearance, each token's row
+        distinct = [flat[i] for i in first]
         lengths = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))  # (distinct_tokens,)
         chars = np.zeros((len(distinct), int(lengths.max())), dtype=np.int64)
         chars[np.arange(chars.shape[1]) < lengths[:, None]] = np.concatenate(distinct)  # row-major = token order
-        rows = pad_flat(rank[inverse.reshape(-1)], sentence_lengths, seq_len)  # (batch, seq_len)
-        return {"chars": torch.from_numpy(chars), "rows": rows}
+        return {"chars": torch.from_numpy(chars), "rows": pad_flat(rows, sentence_lengths, seq_len)}  # (batch, seq_len)
 
     def module(self) -> CharFeatures:
         c = self.config

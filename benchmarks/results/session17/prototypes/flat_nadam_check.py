@@ -18,19 +18,7 @@ for wd in (0.0, 0.01):
     print("wd", wd, "same bits:", all(torch.equal(x, y) for x, y in zip(a, b)),
           all(torch.equal(oa.state[x]["exp_avg"], ob.state[y]["exp_avg"]) for x, y in zip(a, b)))
 # timing
-big = [torch.randn(18950, 50)]
-small = [torch.randn(s) for s in [(400, 108), (400, 100), (400,), (400,), (400, 108), (400, 100), (400,), (400,), (40, 200), (40,), (50, 90), (50,), (82, 30), (9, 8), (40, 40), (40,), (40,), (30, 3, 30)]]
-def mk(cls, ts):
-    ps = [torch.nn.Parameter(t.clone()) for t in ts]
-    for p in ps: p.grad = torch.randn_like(p) * 0.01
-    o = cls(ps, lr=2e-3); o.step(); return o
-def bench(fn, n=200):
-    ts = []
-    for _ in range(7):
-        t = time.perf_counter()
-        for _ in range(n): fn()
-        ts.append((time.perf_counter() - t) / n * 1e6)
-    return round(sorted(ts)[3])
+from nadam_timing import bench, big, mk, small
 o1, o2 = mk(NAdam, small), mk(FlatNAdam, small)
 o3, o4 = mk(NAdam, big + small), mk(FlatNAdam, big + small)
 for _ in range(3):

@@ -20,19 +20,7 @@ for step in range(300):
         vrel = max(((oa.state[x]["exp_avg_sq"] - ob.state[y]["exp_avg_sq"]).abs().max() / oa.state[x]["exp_avg_sq"].abs().max()).item() for x, y in zip(a, b))
         moved = max(((x - i).abs().max()).item() for x, i in zip(a, init))
         print(f"step {step+1}: max param diff / max |param| {rel:.2e}, m {mrel:.2e}, v {vrel:.2e}; params moved up to {moved:.3e}")
-big = [torch.randn(18950, 50)]
-small = [torch.randn(s) for s in [(400, 108), (400, 100), (400,), (400,), (400, 108), (400, 100), (400,), (400,), (40, 200), (40,), (50, 90), (50,), (82, 30), (9, 8), (40, 40), (40,), (40,), (30, 3, 30)]]
-def mk(cls, ts):
-    ps = [torch.nn.Parameter(t.clone()) for t in ts]
-    for p in ps: p.grad = torch.randn_like(p) * 0.01
-    o = cls(ps, lr=2e-3); o.step(); return o
-def bench(fn, n=200):
-    ts = []
-    for _ in range(7):
-        t = time.perf_counter()
-        for _ in range(n): fn()
-        ts.append((time.perf_counter() - t) / n * 1e6)
-    return round(sorted(ts)[3])
+from nadam_timing import bench, big, mk, small
 def flagged(o, on):
     def step():
         optim.FUSED_NADAM = on

@@ -3,6 +3,16 @@ import threading, time, torch
 from concurrent.futures import ThreadPoolExecutor
 pool = ThreadPoolExecutor(2, initializer=lambda: torch.set_num_threads(1))
 
+
+def both_directions(run):
+    """[run(0), run(1)] on the pool's two threads, the process's thread count 1 meanwhile."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return list(pool.map(run, range(2)))
+    finally:
+        torch.set_num_threads(threads)
+
 class TwoWay(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, fwd, bwd, *weights):
@@ -16,12 +26,7 @@ class TwoWay(torch.autograd.Function):
                 out = torch._VF.lstm(xs[i], (torch.zeros(1, x.shape[0], ws[1].shape[1], dtype=x.dtype),) * 2,
                                         ws, True, 1, 0.0, True, False, True)[0]
                 return out
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            outs = list(pool.map(run, range(2)))
-        finally:
-            torch.set_num_threads(threads)
+        outs = both_directions(run)
         ctx.graph = (outs, xs, leaves, n)
         return torch.cat([outs[0].detach(), outs[1].detach().flip(1)], dim=-1)
 
@@ -32,12 +37,7 @@ class TwoWay(torch.autograd.Function):
         gs = [grad[..., :h], grad[..., h:].flip(1)]
         def run(i):
             return torch.autograd.grad(outs[i], [xs[i], *leaves[i * n:(i + 1) * n]], gs[i])
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            res = list(pool.map(run, range(2)))
-        finally:
-            torch.set_num_threads(threads)
+        res = both_directions(run)
         gx = res[0][0] + res[1][0].flip(1)
         return (gx, None, None, *res[0][1:], *res[1][1:])
 
