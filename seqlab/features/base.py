@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.data.token_types import TypedTokens
+from seqlab.data.token_types import PerType, TypedTokens
 from seqlab.data.vocab import Vocab
 from seqlab.errors import SeqlabError
 from seqlab.registry import LayerConfig, Registry
@@ -110,12 +110,17 @@ class VocabFeaturizer(Featurizer):
 
     def __init__(self, name: str, config: FeatureConfig):
         super().__init__(name, config)
-        self.vocab = Vocab([])
-        self._cache: dict[str, Any] = {}  # token -> its encoding; depends on the vocabulary only
+        self.set_vocab(Vocab([]))
 
     def set_vocab(self, vocab: Vocab) -> None:
         self.vocab = vocab
-        self._cache.clear()
+        self._cache: dict[str, Any] = {}  # token -> its encoding; depends on the vocabulary only
+        self._by_type = self._per_type()  # likewise its values by token type, if it keeps them
+
+    def _per_type(self) -> PerType | None:
+        """The store of this featurizer's value of each token type for :meth:`collate_types` (made anew with each
+        vocabulary), or None for a featurizer that keeps none."""
+        return None
 
     def state(self) -> dict:
         return {"itos": self.vocab.itos}

@@ -383,13 +383,11 @@ class CharsFeaturizer(VocabFeaturizer):
 
     config: CharsConfig
 
-    def __init__(self, name: str, config: CharsConfig):
-        super().__init__(name, config)
-        self.set_vocab(self.vocab)
+    def _per_type(self) -> TypeArrays:
+        return TypeArrays(self._char_id_rows)
 
     def set_vocab(self, vocab: Vocab) -> None:
         super().set_vocab(vocab)
-        self._by_type = TypeArrays(self._char_id_rows)  # ids of the new vocabulary
         # ordinal of each known character -> its id as a character, unknown ones -> the unknown id: str.translate
         # then maps a whole text in C (ids must be code points UTF-32 can hold: below the surrogates)
         unk = vocab.unk_index

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.data.vocab import Vocab, normalize_word
+from seqlab.data.vocab import normalize_word
 from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
                                   memo_values, pad_flat, pad_ids)
 from seqlab.data.token_types import TypedTokens, TypeValues
@@ -58,11 +58,9 @@ class WordsFeaturizer(VocabFeaturizer):
     def __init__(self, name: str, config: WordsConfig):
         super().__init__(name, config)
         self._init: np.ndarray | None = None  # pre-trained table after fit, until the module is made
-        self._by_type = TypeValues(self._ids)
 
-    def set_vocab(self, vocab: Vocab) -> None:
-        super().set_vocab(vocab)
-        self._by_type = TypeValues(self._ids)  # ids of the new vocabulary
+    def _per_type(self) -> TypeValues:
+        return TypeValues(self._ids)
 
     def _norm(self, token: str) -> str:
         return normalize_word(token, self.config.lowercase, self.config.replace_digits)
