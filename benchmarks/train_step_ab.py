@@ -22,7 +22,8 @@ whole heap seen by the garbage collector (A) against frozen after loading (B, ``
 bidirectional call on the same parameters (B; other roundings, so the weights drift apart over the steps);
 ``psa-tanh`` (with a PSA ``--config``): PSA's additive scores with ``torch.tanh_`` (A, ``psa_reference.py``) against
 the sigmoid identity (B); ``char-packed``: the char CNN's windows over each batch's padded char matrix (A) against
-the words packed end to end (B, ``CharCNN._packed``; other roundings).
+the words packed end to end (B, ``CharCNN._packed``; other roundings); ``row-tables`` (use ``--optimizer sgd``): the
+word table updated whole every step (A) against by rows (B, :mod:`seqlab.rows`; other roundings).
 A and B are built once (seed 1 each, each with its own random stream for dropout) and take 20 warm-up
 steps; each repetition then runs the next ``--steps`` batches through both, in blocks of 10 steps in the order
 ABBA..., so that this host's drift falls on both alike. Prints ms per step, the largest weight difference
@@ -41,7 +42,7 @@ import torch
 from torch import nn
 
 import seqlab.crf_partition as partition
-from seqlab import optim, training
+from seqlab import optim, rows, training
 from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
@@ -96,7 +97,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "fused-sgd", "fused-nadam", "dropout",
                                        "flat-lengths",
-                                       "gc-freeze", "bilstm-pair", "psa-tanh", "char-packed"], required=True)
+                                       "gc-freeze", "bilstm-pair", "psa-tanh", "char-packed", "row-tables"],
+                   required=True)
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")
@@ -126,7 +128,7 @@ def main() -> None:
         elif args.lever == "nadam":
             opt = NAdam(params, lr=cfg.lr, eps=cfg.adam_eps)
         else:
-            opt = make_optimizer(params, cfg)
+            opt = make_optimizer(params, cfg, row_tables=on or args.lever != "row-tables")
         if batches is None:
             batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers,
                                    cfg.batch_size, cfg.batch_tokens, shuffle=True, rng=random.Random(1),
@@ -152,6 +154,9 @@ def main() -> None:
         for version, sec in seconds.items():
             times[version].append(round(sec / args.steps * 1000, 2))
         if rep == 0:
+            for m in models.values():
+                for q in m[2]:
+                    rows.flush(q)  # a row table's pending updates (seqlab.rows)
             weights = {v: [q.detach().clone() for q in m[2]] for v, m in models.items()}
     set_lever(args.lever, True)
     print(f"lever {args.lever}, optimizer {cfg.optimizer}; ms per step, A (off): {times['A']}, B (on): {times['B']}")

@@ -39,6 +39,8 @@ import math
 import torch
 from torch.autograd.graph import increment_version
 
+from seqlab import rows
+
 #: Whether :class:`NAdam` runs its CPU step as two fused Adam calls where it can (tests compare with the
 #: multi-tensor step, which gives torch.optim.NAdam's bits).
 FUSED_NADAM = True
@@ -207,14 +209,70 @@ class SGD(torch.optim.SGD):
     parameter's version counter after the step. PyTorch's fused CPU kernel writes the parameters without
     counting the write, and seqlab's inference caches (the char encoders' memo, the BiLSTM's bidirectional copy,
     the exported graph; :func:`seqlab.versions.weights_key`) take an unchanged counter for unchanged weights:
-    without the bump, dev scoring during training read the weights of the first epoch."""
+    without the bump, dev scoring during training read the weights of the first epoch.
+
+    With ``row_tables``, each embedding table its module marked (:func:`seqlab.rows.mark`) in a group with plain
+    momentum is updated by rows (:mod:`seqlab.rows`: the rows a batch read, the others' momentum steps applied when
+    next read; the same update to rounding). Its momentum buffer is the state's ``momentum_buffer``, brought up to
+    date before ``state_dict``."""
+
+    def __init__(self, params, *args, row_tables: bool = False, **kwargs):
+        super().__init__(params, *args, **kwargs)
+        self.row_tables = row_tables
+        self._attach_tables()
+
+    def _attach_tables(self) -> None:
+        """Make each eligible marked parameter a row table, on the state's momentum buffer when it has one."""
+        if not self.row_tables:
+            return
+        for group in self.param_groups:
+            plain = not (group["weight_decay"] or group["dampening"] or group["nesterov"] or group["maximize"]
+                         or group.get("differentiable"))
+            for p in group["params"]:
+                if plain and rows.marked(p) and p.dim() == 2 and p.layout == torch.strided:
+                    rows.attach(p, self.state[p].get("momentum_buffer"), group["momentum"])
+
+    def takes_grad_scale(self) -> bool:
+        """Whether the step divides the gradients by ``self.grad_scale`` when set: fused, or with row tables."""
+        return self.row_tables or all(group.get("fused") for group in self.param_groups)
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = super().step(closure)
+        tables = [(p, group) for group in self.param_groups for p in group["params"]
+                  if p.grad is not None and p.grad.is_sparse and rows.table(p) is not None]
+        grads = [p.grad for p, _ in tables]
+        for p, _ in tables:
+            p.grad = None  # torch's step skips them
+        grad_scale = getattr(self, "grad_scale", None)
+        try:
+            if grad_scale is not None and not all(group.get("fused") for group in self.param_groups):
+                dense = [p.grad for group in self.param_groups for p in group["params"] if p.grad is not None]
+                torch._foreach_div_(dense, grad_scale)  # what the fused kernel does inside its update
+                del self.grad_scale  # torch's unfused steps take none
+            loss = super().step(closure)
+            for (p, group), grad in zip(tables, grads):
+                lazy = rows.table(p)
+                if "momentum_buffer" not in self.state[p] and group["momentum"]:
+                    self.state[p]["momentum_buffer"] = lazy.buffer
+                lazy.step(grad.coalesce(), group["lr"], group["momentum"], grad_scale)
+        finally:
+            for (p, _), grad in zip(tables, grads):
+                p.grad = grad
+            if grad_scale is not None:
+                self.grad_scale = grad_scale
         for group in self.param_groups:
             if group.get("fused"):
                 for p in group["params"]:
                     if p.grad is not None:
                         increment_version(p)
         return loss
+
+    def state_dict(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                rows.flush(p)
+        return super().state_dict()
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self._attach_tables()  # on the loaded momentum buffers

@@ -60,14 +60,17 @@ class TrainResult:
     train_sentences_per_s: float
 
 
-def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
+def make_optimizer(params, cfg: TrainConfig, row_tables: bool = True) -> torch.optim.Optimizer:
     # foreach: one multi-tensor update over all parameters instead of a per-tensor loop (PyTorch's
     # default on CPU). A small gain: NAdam's step on the chunking model went from 5.3 to 5.0 ms (of an
     # 18 ms batch-10 training step; most of it is the dense update of the word embedding matrix).
     if cfg.optimizer == "sgd":
         # fused: PyTorch's one-kernel update (CPU from torch 2.4), which also takes train_step's clipping factor
         # (see clip_and_step); where the installed torch or the device has none, the multi-tensor update
-        params, sgd = list(params), {"lr": cfg.lr, "momentum": cfg.momentum, "weight_decay": cfg.weight_decay}
+        # row_tables: embedding tables updated by the rows a batch read (seqlab.rows), unless weight averaging reads
+        # every weight after each step
+        params, sgd = list(params), {"lr": cfg.lr, "momentum": cfg.momentum, "weight_decay": cfg.weight_decay,
+                                     "row_tables": row_tables and ROW_TABLES and not cfg.ema_decay}
         if FUSED_SGD and hasattr(torch.nn.utils, "get_total_norm"):
             try:
                 return SGD(params, fused=True, **sgd)  # torch's, counting its writes (see seqlab.optim.SGD)
@@ -97,6 +100,8 @@ def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainC
 
 #: Whether make_optimizer builds PyTorch's fused SGD where it can (tests and benchmarks compare with foreach).
 FUSED_SGD = True
+#: Whether make_optimizer's SGD updates embedding tables by rows (seqlab.rows; benchmarks compare with the dense update).
+ROW_TABLES = True
 
 
 def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) -> None:
@@ -105,9 +110,9 @@ def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) 
     take the factor's inverse as their ``grad_scale`` and divide each gradient by it inside their update, which
     saves a pass over every gradient (the word table's included); the same update to float rounding."""
     fused = (isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
-             or isinstance(optimizer, NAdam) and optimizer.takes_grad_scale())
+             or isinstance(optimizer, (NAdam, SGD)) and optimizer.takes_grad_scale())
     fused = fused and hasattr(torch.nn.utils, "get_total_norm")  # torch >= 2.6; else clip_grad_norm_ first
-    grads = [q.grad for q in params if q.grad is not None] if clip and fused else []
+    grads = [_norm_part(q) for q in params if q.grad is not None] if clip and fused else []
     if grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
         norm = torch.nn.utils.get_total_norm(grads)
         optimizer.grad_scale = (norm + 1e-6).div_(clip).clamp_(min=1.0)  # 1 / clip_grad_norm_'s factor
@@ -117,8 +122,23 @@ def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) 
             del optimizer.grad_scale
         return
     if clip:
-        torch.nn.utils.clip_grad_norm_(params, clip)
+        grads = [_norm_part(q) for q in params if q.grad is not None]
+        if any(q.grad is not None and q.grad.is_sparse for q in params):  # clip_grad_norm_ takes no sparse
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g).double() for g in grads]))
+            factor = clip / (float(norm) + 1e-6)
+            if factor < 1.0:
+                torch._foreach_mul_(grads, factor)  # a sparse gradient's values are its own
+        else:
+            torch.nn.utils.clip_grad_norm_(params, clip)
     optimizer.step()
+
+
+def _norm_part(q: torch.Tensor) -> torch.Tensor:
+    """The values whose norm is ``q.grad``'s: a row-sparse gradient (seqlab.rows) coalesced, in place of ``q.grad``."""
+    if q.grad.is_sparse:
+        q.grad = q.grad.coalesce()
+        return q.grad.values()
+    return q.grad
 
 
 def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1, done: int | None = None) -> float:
@@ -201,7 +221,7 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
             raise SeqlabError(f"--resume: the config's {section} section differs from the checkpoint's; a run "
                               f"resumes with the {section} it started with (change only train.* keys)", path=ckpt_dir)
         opt_state, state, rng, extra = load_checkpoint(ckpt_dir)
-        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
+        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
         trained_with = state.pop("optimizer_type", None)
         if trained_with not in (None, type(optimizer).__name__):
             raise SeqlabError(f"--resume: the checkpoint was trained with {trained_with}, the config asks for "
@@ -226,7 +246,7 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
         if ranks.main and (out / "log.jsonl").exists():
             (out / "log.jsonl").unlink()
         tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
-        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg)
+        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
         state = {"epoch": 0, "best": -math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
         out.mkdir(parents=True, exist_ok=True)
         if ranks.main:

@@ -11,6 +11,7 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from seqlab import rows
 from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import normalize_word
@@ -46,10 +47,22 @@ class WordEmbedding(FeatureModule):
             self.embed.weight.data.copy_(init)
         self.embed.weight.requires_grad_(not freeze)
         self.output_dim = dim
+        rows.mark(self.embed.weight)  # read only through rows.lookup: SGD may update it by rows (seqlab.rows)
+        self.register_state_dict_pre_hook(_flush_rows)
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
-        # the functional call skips a module call (hooks, dispatch): it counts at batch 1
-        return nn.functional.embedding(inputs["ids"], self.embed.weight, 0)  # (batch, seq, dim); padding: 0
+        # a function, not the module's call (hooks, dispatch): it counts at batch 1
+        return rows.lookup(inputs["ids"], self.embed.weight, 0)  # (batch, seq, dim); padding: 0
+
+    def train(self, mode: bool = True):
+        if not mode:
+            rows.flush(self.embed.weight)  # evaluation reads it whole
+        return super().train(mode)
+
+
+def _flush_rows(module: WordEmbedding, prefix: str, keep_vars: bool) -> None:
+    """Before a state_dict: the table's pending row updates applied (seqlab.rows)."""
+    rows.flush(module.embed.weight)
 
 
 class WordsFeaturizer(VocabFeaturizer):
