@@ -63,7 +63,7 @@ def table(weight: Tensor) -> LazyRows | None:
 def lookup(ids: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     """``F.embedding(ids, weight, padding_idx)`` with ``weight``'s pending updates applied to what it reads: with
     gradients, the rows in ``ids`` (and the gradient comes back row-sparse); without, the whole table."""
-    lazy = _TABLES.get(weight)
+    lazy = _TABLES.get(weight) if _TABLES else None  # (the emptiness test is the cheaper one, for inference)
     if lazy is None:
         return F.embedding(ids, weight, padding_idx)
     if not (torch.is_grad_enabled() and weight.requires_grad):
