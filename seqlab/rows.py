@@ -92,15 +92,20 @@ class LazyRows:
         self.sums = torch.zeros(WINDOW + 1, dtype=torch.float64, device=weight.device)  # S_j
         self.steps, self.decay, self.sum = 0, 1.0, 0.0  # the window's step count, c and S at it
 
+    def _owed(self, at: Tensor) -> tuple[Tensor, Tensor]:
+        """For rows current at window steps ``at`` (k,): what their velocity is multiplied by up to the current step,
+        mu^(t-s), and what moves them by that velocity, -(S_t - S_s) / c_s; each (k, 1) in the table's dtype."""
+        c = self.decays.index_select(0, at)  # (k,) c_s
+        decay = (self.decay / c).to(self.weight.dtype).unsqueeze(1)
+        shift = ((self.sums.index_select(0, at) - self.sum) / c).to(self.weight.dtype).unsqueeze(1)
+        return decay, shift
+
     @torch.no_grad()
     def catch_up(self, rows: Tensor) -> None:
         """Bring ``rows`` (distinct row indices) up to the current step."""
         if self.steps == 0:
             return  # every row is current at a window's start
-        at = self.at.index_select(0, rows)  # (k,)
-        c = self.decays.index_select(0, at)  # (k,) c_s
-        decay = (self.decay / c).to(self.weight.dtype).unsqueeze(1)  # (k, 1) mu^(t-s)
-        shift = ((self.sums.index_select(0, at) - self.sum) / c).to(self.weight.dtype).unsqueeze(1)  # (k, 1) -sum
+        decay, shift = self._owed(self.at.index_select(0, rows))  # (k, 1) each
         v = self.buffer.index_select(0, rows)  # (k, dim)
         self.weight.index_add_(0, rows, v * shift)
         self.buffer.index_copy_(0, rows, v.mul_(decay))
@@ -111,9 +116,7 @@ class LazyRows:
         """Bring every row up to date and start a new window."""
         if self.steps == 0:
             return
-        c = self.decays.index_select(0, self.at)  # (rows,)
-        decay = (self.decay / c).to(self.weight.dtype).unsqueeze(1)  # (rows, 1)
-        shift = ((self.sums.index_select(0, self.at) - self.sum) / c).to(self.weight.dtype).unsqueeze(1)
+        decay, shift = self._owed(self.at)  # (rows, 1) each
         self.weight.addcmul_(self.buffer, shift)
         self.buffer.mul_(decay)
         self.at.zero_()
