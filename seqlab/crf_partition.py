@@ -14,7 +14,9 @@ On CPU the recursions and the gradient run in NumPy float64 (one BLAS thread): a
 chunker 1.08x (NAdam) and 1.10x (SGD) faster than with these PyTorch operations (BENCHMARKS.md), the gradient equal
 to theirs to float32 rounding (tests/test_crf.py). There they run in probability space, each step's vector rescaled
 to sum 1 (:class:`_ScaledPartition`: about half the NumPy calls of the log-space recursions, which remain for the
-rare batch whose probabilities underflow float64). Elsewhere (GPUs) the PyTorch recursions run, in exact log space.
+rare batch whose probabilities underflow float64). Where Numba is installed, the probability-space recursions run
+compiled (:mod:`seqlab.crf_compiled`, a loop nest per sentence instead of NumPy calls per time step: the same float64
+formulas, about 2.5x faster). Elsewhere (GPUs) the PyTorch recursions run, in exact log space.
 
 The two recursions (:func:`alpha_recursion`, :func:`beta_recursion`) are also what the CRF's marginals,
 span probabilities and confidences use (:meth:`seqlab.crf.CRF._forward_backward`). The gradient equals
@@ -23,12 +25,15 @@ autograd's through the recorded forward recursion up to float rounding (tests/te
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from seqlab.blas import one_blas_thread
+from seqlab.crf_compiled import CompiledPartition, kernels
 
 #: Pair marginals of the PyTorch gradient are summed over blocks of time steps of at most this many
 #: (batch x steps x tags x tags) elements: memory stays bounded for long sentences and large tag sets.
@@ -84,9 +89,7 @@ class LogPartition(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emissions: Tensor, trans: Tensor, start: Tensor, end: Tensor, mask: Tensor) -> Tensor:
         if emissions.device.type == "cpu" and CPU_NUMPY and emissions.dtype in (torch.float32, torch.float64):
-            arrays = [x.detach().numpy() for x in (emissions, trans, start, end, mask)]
-            with one_blas_thread():
-                ctx.numpy = _ScaledPartition.or_log_space(*arrays) if CPU_SCALED else _NumpyPartition(*arrays)
+            ctx.numpy = _cpu_partition(*(x.detach().numpy() for x in (emissions, trans, start, end, mask)))
             ctx.dtypes = [x.dtype for x in (emissions, trans, start, end)]  # the gradients' dtypes
             return torch.from_numpy(ctx.numpy.log_z).to(emissions.dtype)
         ctx.numpy = None
@@ -99,8 +102,12 @@ class LogPartition(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad: Tensor):
         if ctx.numpy is not None:
-            with one_blas_thread():
-                grads = ctx.numpy.gradients(grad.detach().to(torch.float64).numpy())
+            weights = grad.detach().to(torch.float64).numpy()
+            if isinstance(ctx.numpy, CompiledPartition):
+                grads = ctx.numpy.gradients(weights)
+            else:
+                with one_blas_thread():
+                    grads = ctx.numpy.gradients(weights)
             return (*(torch.from_numpy(g).to(d) for g, d in zip(grads, ctx.dtypes)), None)
         emissions, trans, end, mask, alphas, log_z = ctx.saved_tensors
         num_tags = emissions.shape[2]
@@ -144,6 +151,25 @@ CPU_NUMPY = True
 #: Whether the NumPy recursions run in probability space (:class:`_ScaledPartition`, falling back to the log-space
 #: ones where a sentence underflows) or always in log space (:class:`_NumpyPartition`; tests and benchmarks compare).
 CPU_SCALED = True
+#: Whether the probability-space recursions run compiled (:class:`seqlab.crf_compiled.CompiledPartition`, where
+#: Numba is installed) or as NumPy calls (:class:`_ScaledPartition`; tests and benchmarks compare).
+CPU_COMPILED = True
+
+
+def _cpu_partition(emissions, trans, start, end, mask):
+    """log Z and its gradients' source on CPU, by :data:`CPU_SCALED` and :data:`CPU_COMPILED`; the log-space
+    recursions wherever probability space underflows."""
+    with contextlib.ExitStack() as stack:
+        if CPU_SCALED and CPU_COMPILED and kernels() is not None:
+            try:
+                return CompiledPartition(emissions, trans, start, end, mask)
+            except _Underflow:
+                stack.enter_context(one_blas_thread())
+                return _NumpyPartition(emissions, trans, start, end, mask)
+        stack.enter_context(one_blas_thread())
+        if CPU_SCALED:
+            return _ScaledPartition.or_log_space(emissions, trans, start, end, mask)
+        return _NumpyPartition(emissions, trans, start, end, mask)
 
 
 class _NumpyPartition:

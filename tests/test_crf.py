@@ -360,19 +360,34 @@ def _partition_inputs(crf: CRF, em: torch.Tensor, mask: torch.Tensor):
     return [x.detach().numpy() for x in (em, trans, start, end, mask)]
 
 
+def _compiled_partition():
+    """seqlab.crf_compiled.CompiledPartition, or a skip where Numba is missing."""
+    from seqlab.crf_compiled import CompiledPartition, kernels
+    if kernels() is None:
+        pytest.skip("numba is not installed (a dependency of seqlab): the compiled recursions are absent")
+    return CompiledPartition
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
 @pytest.mark.parametrize("seed", range(24))
-def test_probability_space_recursions_equal_the_log_space_ones(seed):
+def test_probability_space_recursions_equal_the_log_space_ones(seed, compiled):
     """On CPU, log Z and its gradients come from recursions in probability space, rescaled at each step
-    (crf_partition._ScaledPartition); they equal the log-space recursions' (_NumpyPartition) to float64
-    rounding: padding with absurd values, constraints, one-token sentences, emissions spread up to 30 apart."""
+    (crf_partition._ScaledPartition as NumPy calls, crf_compiled.CompiledPartition compiled by Numba); they equal
+    the log-space recursions' (_NumpyPartition) to float64 rounding: padding with absurd values, constraints,
+    one-token sentences, emissions spread up to 30 apart, emissions in float32 and float64, contiguous or not."""
     from seqlab.crf_partition import _NumpyPartition, _ScaledPartition
+    scaled_class = _compiled_partition() if compiled else _ScaledPartition
     num_tags, batch, seq_len = 1 + seed % 7, 1 + seed % 5, 1 + seed % 11
     crf = make_crf(num_tags, seed, constrained=seed % 2 == 1, scale=(1.0, 3.0, 10.0)[seed % 3])
     em, mask = padded_batch([seq_len] + [1 + (seed * 7 + b) % seq_len for b in range(batch - 1)], num_tags, seed)
     em = torch.where(mask[:, :, None], em * (1.0, 5.0)[seed % 2], em)
+    if seed % 4 == 1:  # float32 emissions, as a model's; the recursions still run in float64
+        em = em.float()
+    if seed % 3 == 2:  # a view with other strides (the CRF hands over emissions trimmed, possibly transposed)
+        em = em.transpose(0, 1).contiguous().transpose(0, 1)
     inputs = _partition_inputs(crf, em, mask)
     weights = torch.randn(batch, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).numpy()
-    scaled, log_space = _ScaledPartition(*inputs), _NumpyPartition(*inputs)
+    scaled, log_space = scaled_class(*inputs), _NumpyPartition(*inputs)
     assert scaled.log_z == pytest.approx(log_space.log_z, rel=1e-12, abs=1e-11)
     for got, expected in zip(scaled.gradients(weights), log_space.gradients(weights)):
         assert got.shape == expected.shape
@@ -412,6 +427,36 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     scaled.alphas[1, 0] = 0.0  # as if row 0's probabilities at step 1 had underflowed
     for got, expected in zip(scaled.gradients(weights), partition._NumpyPartition(*inputs).gradients(weights)):
         torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
+
+
+def test_compiled_recursions_hand_underflows_to_the_log_space_ones(monkeypatch):
+    """The compiled recursions (crf_compiled) find the same underflows as the NumPy ones: the forward one raises,
+    and LogPartition then takes the log-space recursions (brute force's log Z); a gradient whose marginals
+    underflow comes from the log-space gradient. Without Numba, the NumPy probability-space recursions run."""
+    import seqlab.crf_partition as partition
+    compiled_class = _compiled_partition()
+    allowed = torch.tensor([[False, True], [False, True]])
+    crf = CRF(2, allowed=allowed).double()
+    em = torch.tensor([[[0.0, 0.0], [1000.0, 0.0], [0.0, 0.5]]], dtype=torch.float64, requires_grad=True)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    inputs = _partition_inputs(crf, em, mask)
+    with pytest.raises(partition._Underflow):
+        compiled_class(*inputs)
+    assert isinstance(partition._cpu_partition(*inputs), partition._NumpyPartition)
+    log_z = crf.log_partition(em, mask)
+    assert log_z.item() == pytest.approx(logsumexp(brute_all(crf, em[0].detach(), only_allowed=True).values()))
+
+    em2, mask2 = padded_batch([4, 2, 3], 3, seed=5)
+    inputs = _partition_inputs(make_crf(3, 5), em2, mask2)
+    assert isinstance(partition._cpu_partition(*inputs), compiled_class)
+    weights = torch.rand(3, generator=torch.Generator().manual_seed(1), dtype=torch.float64).numpy()
+    scaled = compiled_class(*inputs)
+    scaled.alphas[0, 1] = 0.0  # as if row 0's probabilities at step 1 had underflowed
+    for got, expected in zip(scaled.gradients(weights), partition._NumpyPartition(*inputs).gradients(weights)):
+        torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
+
+    monkeypatch.setattr(partition, "kernels", lambda: None)  # as where Numba is not installed
+    assert isinstance(partition._cpu_partition(*inputs), partition._ScaledPartition)
 
 
 def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(monkeypatch):
