@@ -1,7 +1,7 @@
 """Two versions of a training step alternated in one process: the lever off (A) and on (B).
 
     python benchmarks/train_step_ab.py
-        --lever nadam|crf-numpy|crf-scaled|crf-compiled|fused-sgd|fused-nadam|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|
+        --lever nadam|crf-numpy|crf-scaled|crf-compiled|step-wrappers|fused-sgd|fused-nadam|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|
                 char-packed
         [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml] [--data-root ../shared/data]
         [--threads 2] [--reps 5] [--steps 130]
@@ -10,7 +10,9 @@ Levers: ``nadam``: torch.optim.NAdam (A) against seqlab.optim.NAdam (B); ``crf-n
 partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqlab.crf_partition.CPU_NUMPY);
 ``crf-scaled``: the NumPy recursions in log space (A) against probability space (B, seqlab.crf_partition.CPU_SCALED;
 other roundings); ``crf-compiled``: the probability-space recursions as NumPy calls (A) against compiled by
-Numba (B, seqlab.crf_partition.CPU_COMPILED; other roundings); ``fused-sgd`` (use ``--optimizer sgd``): ``torch.optim.SGD(foreach=True)`` after
+Numba (B, seqlab.crf_partition.CPU_COMPILED; other roundings); ``step-wrappers``: ``zero_grad`` and the optimiser's
+step through PyTorch's profiler-label wrapper (A) against ``seqlab.training.clear_grads`` and the step unwrapped where no
+hook or profiler needs it (B; the same bits); ``fused-sgd`` (use ``--optimizer sgd``): ``torch.optim.SGD(foreach=True)`` after
 ``clip_grad_norm_`` (A) against the fused SGD taking the clipping factor (B, seqlab.training.FUSED_SGD; other
 roundings); ``fused-nadam``: seqlab's NAdam as its multi-tensor step after ``clip_grad_norm_`` (A) against two
 fused Adam calls taking the clipping factor (B, seqlab.optim.FUSED_NADAM; other roundings);
@@ -57,6 +59,8 @@ from seqlab.optim import NAdam
 from seqlab.tagger import Tagger
 from seqlab.training import make_optimizer, seed_everything, train_step
 
+UNLABELLED = optim._hooks_or_profiler
+
 
 BLOCK = 10  # training steps per interleaved block
 LENGTH_TABLE = flat_module.LENGTH_TABLE_ELEMENTS
@@ -80,11 +84,21 @@ def per_direction_with_gradients(self, x, lengths):
     return None if self.training or torch.is_grad_enabled() else FUSED(self, x, lengths)
 
 
+CLEAR_GRADS = training.clear_grads
+
+
+def zero_grad(optimizer):
+    """What train_step called before seqlab.training.clear_grads."""
+    optimizer.zero_grad(set_to_none=True)
+
+
 def set_lever(lever: str, on: bool) -> None:
     """The module-level switches of the levers that have one (the others differ in what is built)."""
     partition.CPU_NUMPY = on if lever == "crf-numpy" else True
     partition.CPU_SCALED = on if lever == "crf-scaled" else True
     partition.CPU_COMPILED = on if lever == "crf-compiled" else True
+    training.clear_grads = CLEAR_GRADS if on or lever != "step-wrappers" else zero_grad
+    optim._hooks_or_profiler = UNLABELLED if on or lever != "step-wrappers" else (lambda opt: True)
     training.FUSED_SGD = on if lever == "fused-sgd" else True
     optim.FUSED_NADAM = on if lever == "fused-nadam" else True
     flat_module.LENGTH_TABLE_ELEMENTS = 0 if lever == "flat-lengths" and not on else LENGTH_TABLE
@@ -97,7 +111,7 @@ def set_lever(lever: str, on: bool) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "crf-compiled", "fused-sgd", "fused-nadam", "dropout",
+    p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "crf-compiled", "step-wrappers", "fused-sgd", "fused-nadam", "dropout",
                                        "flat-lengths",
                                        "gc-freeze", "bilstm-pair", "psa-tanh", "char-packed", "row-tables"],
                    required=True)

@@ -92,7 +92,7 @@ def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainC
         loss = losses.sum() if cfg.loss_reduction == "sum" else losses.mean()
     else:
         loss = losses.sum() * scale
-    optimizer.zero_grad(set_to_none=True)
+    clear_grads(optimizer)
     loss.backward()
     clip_and_step(optimizer, params, cfg.clip)
     return losses.detach()
@@ -102,6 +102,14 @@ def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainC
 FUSED_SGD = True
 #: Whether make_optimizer's SGD updates embedding tables by rows (seqlab.rows; benchmarks compare with the dense update).
 ROW_TABLES = True
+
+
+def clear_grads(optimizer: torch.optim.Optimizer) -> None:
+    """``optimizer.zero_grad(set_to_none=True)``'s effect, every gradient None, without its profiler label and
+    dispatch wrapper (about 150 against 30 us a step on the chunker's 18 tensors)."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            p.grad = None
 
 
 def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) -> None:

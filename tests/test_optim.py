@@ -262,3 +262,53 @@ def test_fused_sgd_steps_are_seen_by_the_inference_caches():
         direct = torch.cat(lstm._per_direction(x, lengths), -1)  # from the module's own weights
     assert not torch.allclose(before, after)
     torch.testing.assert_close(after, direct, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),
+                                  lambda ps: optim.NAdam(ps, lr=0.01)], ids=["sgd", "nadam"])
+def test_step_hooks_and_the_profiler_label_still_work(make):
+    """seqlab's optimisers skip PyTorch's step wrapper only where nothing needs it: registered step hooks (on the
+    optimiser or global) still run around the step, a profiler still sees the step's label, and without either
+    the step updates the weights the same; clear_grads leaves every gradient None, as zero_grad(set_to_none)."""
+    from torch.profiler import profile
+
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    from seqlab.training import clear_grads
+    torch.manual_seed(0)
+    torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)  # PyTorch's classes wrapped as a program's would be
+    torch.optim.NAdam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    params = [torch.nn.Parameter(torch.randn(5, 3)), torch.nn.Parameter(torch.randn(3))]
+    opt = make(params)
+    calls = []
+
+    def grads():
+        for p in params:
+            p.grad = torch.ones_like(p)
+
+    grads()
+    before = [p.detach().clone() for p in params]
+    opt.step()  # no hooks, no profiler: the unwrapped step
+    assert all(not torch.equal(a, p) for a, p in zip(before, params))
+    pre = opt.register_step_pre_hook(lambda o, args, kwargs: calls.append("pre"))
+    post = opt.register_step_post_hook(lambda o, args, kwargs: calls.append("post"))
+    grads()
+    opt.step()
+    assert calls == ["pre", "post"]
+    pre.remove(), post.remove()
+    handle = register_optimizer_step_pre_hook(lambda o, args, kwargs: calls.append("global"))
+    try:
+        grads()
+        opt.step()
+    finally:
+        handle.remove()
+    assert calls == ["pre", "post", "global"]
+    grads()
+    with profile() as prof:
+        opt.step()
+    assert any(e.name == f"Optimizer.step#{type(opt).__name__}.step" for e in prof.events())
+    grads()
+    opt.step()
+    assert calls == ["pre", "post", "global"]  # removed hooks stay removed
+    clear_grads(opt)
+    assert all(p.grad is None for p in params)
