@@ -2,9 +2,9 @@
 
 :class:`seqlab.crf_partition._ScaledPartition` runs the probability-space recursions as NumPy calls, a matrix
 product and three element-wise calls per time step forward and as many backward: at a chunker's sizes (ten
-sentences, 23 tags) each call does less arithmetic than it costs to dispatch, and a batch-10 training step spends
-about 0.7 ms there. :class:`CompiledPartition` computes the same quantities (same float64 formulas, Rabiner's
-scaling, the same underflow test) in two compiled kernels, a row at a time: about four times faster, equal to
+sentences, 40 tags) each call does little more arithmetic than it costs to dispatch, and a batch-10 training step
+spent 0.5-0.9 ms there. :class:`CompiledPartition` computes the same quantities (same float64 formulas, Rabiner's
+scaling, the same underflow test) in two compiled kernels, a row at a time: about 2.5 times faster, equal to
 :class:`_ScaledPartition` to float64 rounding (tests/test_crf.py). Where Numba is not installed or cannot compile,
 :func:`kernels` returns None and the NumPy classes run instead.
 
@@ -147,6 +147,8 @@ class CompiledPartition:
     """log Z (``log_z``, (batch,) float64) and :meth:`gradients`, as :class:`seqlab.crf_partition._ScaledPartition`,
     by the compiled kernels. Raises :class:`seqlab.crf_partition._Underflow` where the forward recursion underflows;
     a gradient whose marginals underflow comes from the log-space recursions."""
+
+    uses_blas = False  # loops of its own; only the rare log-space fallback enters NumPy's BLAS, on one thread
 
     def __init__(self, emissions, trans, start, end, mask):
         from seqlab.crf_partition import _Underflow

@@ -102,12 +102,8 @@ class LogPartition(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad: Tensor):
         if ctx.numpy is not None:
-            weights = grad.detach().to(torch.float64).numpy()
-            if isinstance(ctx.numpy, CompiledPartition):
-                grads = ctx.numpy.gradients(weights)
-            else:
-                with one_blas_thread():
-                    grads = ctx.numpy.gradients(weights)
+            with one_blas_thread() if ctx.numpy.uses_blas else contextlib.nullcontext():
+                grads = ctx.numpy.gradients(grad.detach().to(torch.float64).numpy())
             return (*(torch.from_numpy(g).to(d) for g, d in zip(grads, ctx.dtypes)), None)
         emissions, trans, end, mask, alphas, log_z = ctx.saved_tensors
         num_tags = emissions.shape[2]
@@ -159,15 +155,14 @@ CPU_COMPILED = True
 def _cpu_partition(emissions, trans, start, end, mask):
     """log Z and its gradients' source on CPU, by :data:`CPU_SCALED` and :data:`CPU_COMPILED`; the log-space
     recursions wherever probability space underflows."""
-    with contextlib.ExitStack() as stack:
-        if CPU_SCALED and CPU_COMPILED and kernels() is not None:
-            try:
-                return CompiledPartition(emissions, trans, start, end, mask)
-            except _Underflow:
-                stack.enter_context(one_blas_thread())
-                return _NumpyPartition(emissions, trans, start, end, mask)
-        stack.enter_context(one_blas_thread())
-        if CPU_SCALED:
+    compiled = CPU_SCALED and CPU_COMPILED and kernels() is not None
+    if compiled:
+        try:
+            return CompiledPartition(emissions, trans, start, end, mask)
+        except _Underflow:
+            pass
+    with one_blas_thread():
+        if CPU_SCALED and not compiled:
             return _ScaledPartition.or_log_space(emissions, trans, start, end, mask)
         return _NumpyPartition(emissions, trans, start, end, mask)
 
@@ -177,6 +172,8 @@ class _NumpyPartition:
     each time step a few NumPy operations in float64 instead of PyTorch float32 operations, whose per-call
     dispatch dominates at these sizes (tens of tags, batches of tens of sentences). float64 also makes the
     gradient's rounding independent of the batch's other rows to ~1e-16."""
+
+    uses_blas = True  # its products run in NumPy's BLAS: on one thread (seqlab.blas)
 
     def __init__(self, emissions, trans, start, end, mask):
         em = emissions.astype(np.float64)
@@ -255,6 +252,8 @@ class _ScaledPartition:
     (emissions or transitions spread over more than about 700 between reachable tags) raises :class:`_Underflow`,
     and :meth:`or_log_space` then runs :class:`_NumpyPartition` instead. Arrays are time-major, (seq_len, batch,
     tags), so that each step reads and writes contiguous rows."""
+
+    uses_blas = True  # its products run in NumPy's BLAS: on one thread (seqlab.blas)
 
     @classmethod
     def or_log_space(cls, emissions, trans, start, end, mask) -> _ScaledPartition | _NumpyPartition:

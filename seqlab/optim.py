@@ -43,6 +43,7 @@ from torch.autograd.graph import increment_version
 
 from seqlab import rows
 
+
 def _hooks_or_profiler(optimizer: torch.optim.Optimizer) -> bool:
     """Whether a step must go through PyTorch's wrapper: a profiler runs, or step hooks are registered (on this
     optimiser or globally). Where PyTorch no longer has the attributes this reads, True."""
