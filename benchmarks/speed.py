@@ -30,6 +30,7 @@ import torch
 from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
+from seqlab.devices import resolve_device
 from seqlab.tagger import Tagger
 from seqlab.training import make_optimizer, seed_everything, train_step
 
@@ -48,6 +49,8 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override for every config measured, as in `seqlab train --set`")
     p.add_argument("--engine", default="torch", help="what runs the encoding at inference (Tagger.set_engine)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto: where the network trains and tags (the "
+                                                   "batches are moved there inside the timed loop, as in training)")
     p.add_argument("--out")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -65,11 +68,21 @@ def main() -> None:
             json.dump(output, f, indent=2)
 
 
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def describe(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
 def measure(config_path: str, args: argparse.Namespace) -> dict:
     config = load_config(config_path, args.set)
     seed_everything(config.train.seed)
     corpus = load_corpus(config.data, args.data_root)
-    tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+    device = resolve_device(args.device)
+    tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
     net, cfg = tagger.net, config.train
     params = [q for q in net.parameters() if q.requires_grad]
     optimizer = make_optimizer(params, cfg)
@@ -80,16 +93,18 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     net.train()
 
     for batch in batches[: args.warmup_batches]:  # warm-up
-        train_step(net, batch, optimizer, params, cfg)
+        train_step(net, batch.to(device), optimizer, params, cfg)
+    synchronize(device)
     start = time.perf_counter()
     for batch in batches:
-        train_step(net, batch, optimizer, params, cfg)
+        train_step(net, batch.to(device), optimizer, params, cfg)
+    synchronize(device)  # a GPU's queued kernels are part of the time
     seconds = time.perf_counter() - start
     sents = sum(len(b.index) for b in batches)
     toks = sum(b.num_tokens for b in batches)
     result = {
         "config": config_path, "overrides": args.set, "threads": args.threads, "cpu_count": os.cpu_count(),
-        "torch": torch.__version__,
+        "torch": torch.__version__, "device": describe(device),
         "machine": platform.processor() or platform.machine(), "parameters": sum(q.numel() for q in params),
         "train": {"batch_size": cfg.batch_size, "batches": len(batches), "sentences": sents, "tokens": toks,
                   "seconds": round(seconds, 2), "sentences_per_s": round(sents / seconds, 1),

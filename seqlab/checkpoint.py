@@ -1,12 +1,14 @@
 """Training checkpoints: the tagger, the optimiser state and the trainer's counters.
 
-Optimiser tensors and the torch RNG state go to safetensors, everything else to JSON; nothing is
-pickled. The checkpoint folder is replaced atomically after each epoch.
+Optimiser tensors and the torch RNG states go to safetensors, everything else to JSON; nothing is
+pickled. The checkpoint folder is replaced atomically after each epoch. A run on a GPU also keeps that GPU's
+generator state (``rng.cuda``): its dropout masks come from it, and without it a resumed run would draw others.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -47,6 +49,8 @@ def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, traine
     tensors, opt_meta = optimizer_to_files(optimizer)
     tensors = {f"optimizer.{k}": v for k, v in tensors.items()}
     tensors["rng.torch"] = torch.get_rng_state()
+    if tagger.device.type == "cuda":
+        tensors["rng.cuda"] = torch.cuda.get_rng_state(tagger.device)
     tensors.update({f"extra.{k}": v.detach().contiguous().cpu() for k, v in (extra or {}).items()})
 
     def fill(tmp: Path) -> None:
@@ -58,9 +62,34 @@ def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, traine
     atomic_write_dir(path, fill)
 
 
-def load_checkpoint(path: Path) -> tuple[dict, dict, torch.Tensor, dict[str, torch.Tensor]]:
-    """(optimizer state dict, trainer state, torch RNG state, extra tensors) from a checkpoint folder.
-    Everything read is checked; a defect is a one-line :class:`SeqlabError` naming the file."""
+@dataclass
+class Checkpoint:
+    """What a checkpoint folder holds besides the tagger."""
+
+    optimizer: dict  # a state dict for optimizer.load_state_dict
+    trainer: dict  # epoch, best, best_epoch, bad_epochs, history, steps, optimizer_type
+    rng: torch.Tensor  # the CPU generator's state
+    rng_cuda: torch.Tensor | None  # the GPU's generator state, for a run on a GPU
+    extra: dict[str, torch.Tensor]  # the trainer's other tensors (weight average, ranks' RNG states)
+
+    def restore_rng(self, device: torch.device) -> None:
+        """Put the generators back as they were when the checkpoint was written (the GPU's where the run trains
+        on one and the checkpoint has its state)."""
+        torch.set_rng_state(self.rng)
+        if self.rng_cuda is not None and device.type == "cuda":
+            torch.cuda.set_rng_state(self.rng_cuda, device)
+
+
+def _rng_state(tensors: dict[str, torch.Tensor], key: str, path: Path) -> torch.Tensor | None:
+    state = tensors.get(key)
+    if state is not None and (state.dtype != torch.uint8 or state.dim() != 1):
+        raise SeqlabError(f"trainer.safetensors: '{key}' is not an RNG state (a byte vector)", path=path)
+    return state
+
+
+def load_checkpoint(path: Path) -> Checkpoint:
+    """A checkpoint folder's optimiser state, trainer state, RNG states and extra tensors. Everything read is
+    checked; a defect is a one-line :class:`SeqlabError` naming the file."""
     try:
         tensors = load_file(str(path / "trainer.safetensors"))
     except FileNotFoundError:
@@ -81,7 +110,8 @@ def load_checkpoint(path: Path) -> tuple[dict, dict, torch.Tensor, dict[str, tor
     if not ok:
         raise SeqlabError("trainer.json: expected {trainer: {epoch, best, best_epoch, bad_epochs, history}, "
                           "optimizer: {param_groups, scalars}}", path=path)
-    if "rng.torch" not in tensors or tensors["rng.torch"].dtype != torch.uint8:
+    rng = _rng_state(tensors, "rng.torch", path)
+    if rng is None:
         raise SeqlabError("trainer.safetensors: no torch RNG state", path=path)
 
     def prefixed(prefix: str) -> dict[str, torch.Tensor]:
@@ -91,4 +121,4 @@ def load_checkpoint(path: Path) -> tuple[dict, dict, torch.Tensor, dict[str, tor
     except (ValueError, AttributeError, TypeError) as err:
         raise SeqlabError(f"trainer.safetensors: bad optimiser state: {err}", path=path) from None
     trainer = {**trainer, "optimizer_type": meta.get("optimizer_type")}  # None in checkpoints before 2026-11-23
-    return opt_state, trainer, tensors["rng.torch"], prefixed("extra.")
+    return Checkpoint(opt_state, trainer, rng, _rng_state(tensors, "rng.cuda", path), prefixed("extra."))

@@ -147,6 +147,10 @@ class TrainConfig(LayerConfig):
     threads: int | None = Field(None, gt=0, le=1024, description="torch intra-op threads; None = all cores")
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="auto: CUDA when PyTorch sees a GPU, else CPU")
+    deterministic: bool = Field(
+        False, description="bit-identical runs and resumes on a GPU too: PyTorch's deterministic algorithms "
+                           "(slower there; an operation without one is an error). On CPU training is "
+                           "deterministic either way")
 
     @model_validator(mode="after")
     def _schedule_keys(self) -> "TrainConfig":

@@ -47,6 +47,31 @@ def threads_for(rows: int, device: torch.device):
         torch.set_num_threads(threads)
 
 
+@contextmanager
+def deterministic_algorithms(on: bool):
+    """With ``on``, PyTorch's deterministic algorithms for the block (``torch.use_deterministic_algorithms``,
+    cuDNN's deterministic kernels, cuBLAS's fixed workspace unless the environment names one), restored after
+    it. On a GPU, embedding and index_add backwards otherwise add with atomics, in an order that varies from run
+    to run, so two runs of one seed (or a run and its resumption) part after a few steps."""
+    if not on:
+        yield
+        return
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+              torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)
+    workspace = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    if workspace is None:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # what cuBLAS needs to be deterministic
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = before[2], before[3]
+        if workspace is None:
+            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+
+
 def one_thread_here() -> None:
     """Compute on one thread in the calling thread, for every library that keeps its own setting per thread.
 

@@ -35,7 +35,7 @@ from seqlab.data.batching import batch_groups
 from seqlab.data.corpus import load_corpus, read_file
 from seqlab.data.readers import write_conll
 from seqlab.data.splitting import split_long
-from seqlab.devices import resolve_device
+from seqlab.devices import deterministic_algorithms, resolve_device
 from seqlab.distributed import Ranks
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FeatureModule
@@ -196,6 +196,12 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
 def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
                ranks: Ranks) -> TrainResult | None:
     """One process's part of :func:`train`: all of it, or a data-parallel rank's (None on ranks > 0)."""
+    with deterministic_algorithms(config.train.deterministic):
+        return _train_rank(config, out_dir, data_root, resume, progress, ranks)
+
+
+def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
+                ranks: Ranks) -> TrainResult | None:
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise SeqlabError("--out names a file; training writes a folder there", path=out)
@@ -228,7 +234,8 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
             section = "model" if tagger.config.model != config.model else "data"
             raise SeqlabError(f"--resume: the config's {section} section differs from the checkpoint's; a run "
                               f"resumes with the {section} it started with (change only train.* keys)", path=ckpt_dir)
-        opt_state, state, rng, extra = load_checkpoint(ckpt_dir)
+        checkpoint = load_checkpoint(ckpt_dir)
+        state, extra = checkpoint.trainer, checkpoint.extra
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
         trained_with = state.pop("optimizer_type", None)
         if trained_with not in (None, type(optimizer).__name__):
@@ -236,12 +243,12 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
                               f"train.optimizer={cfg.optimizer}; resume with the optimiser it was trained with",
                               path=ckpt_dir)
         try:
-            optimizer.load_state_dict(opt_state)
+            optimizer.load_state_dict(checkpoint.optimizer)
         except (ValueError, KeyError, RuntimeError) as err:
             raise SeqlabError(f"--resume: the checkpoint's optimiser state does not fit train.optimizer="
                               f"{cfg.optimizer} ({err}); resume with the optimiser it was trained with",
                               path=ckpt_dir) from None
-        torch.set_rng_state(rng)
+        checkpoint.restore_rng(device)
         if ranks.main:
             _trim_log(out / "log.jsonl", state["epoch"])
         log.info("resuming from %s after epoch %d", ckpt_dir, state["epoch"])

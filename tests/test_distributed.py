@@ -37,7 +37,8 @@ SENTENCES = 21
 
 def _config(data: Path, epochs: int):
     raw = tiny_config(data).model_dump(mode="json")  # dropout 0 everywhere
-    raw["train"].update(max_epochs=epochs, optimizer="sgd", lr=0.05, clip=10.0, batch_size=5, threads=1)
+    # CPU processes (gloo) on any machine: on one with fewer GPUs than processes, CUDA ranks are refused
+    raw["train"].update(max_epochs=epochs, optimizer="sgd", lr=0.05, clip=10.0, batch_size=5, threads=1, device="cpu")
     return config_from_dict(raw)
 
 

@@ -99,19 +99,27 @@ Variant = Literal["journal", "early"]
 # Additive compatibility scores, block by block
 # ---------------------------------------------------------------------------------------------
 
-BLOCK_ELEMENTS = 1 << 18  # elements of one (rows, queries, T, d) block: about 1 MB of float32
+BLOCK_ELEMENTS = 1 << 18  # elements of one (rows, queries, T, d) block on CPU: about 1 MB of float32
+#: On a GPU the cache argument does not hold and each block costs kernel launches: blocks of up to 64M elements
+#: (256 MB of float32), so a batch of 64 CoNLL sentences (30 x 30 x 600 each) is one block instead of 192.
+GPU_BLOCK_ELEMENTS = 1 << 26
 
 
-def _blocks(batch: int, t: int, d: int):
-    """(sentence slice, query slice) pairs covering (batch, t), each block of <= BLOCK_ELEMENTS
-    elements where possible (whole sentences when they fit, else groups of query rows)."""
+def _block_limit(x: Tensor) -> int:
+    return BLOCK_ELEMENTS if x.device.type == "cpu" else GPU_BLOCK_ELEMENTS
+
+
+def _blocks(batch: int, t: int, d: int, limit: int | None = None):
+    """(sentence slice, query slice) pairs covering (batch, t), each block of <= ``limit`` (default
+    BLOCK_ELEMENTS) elements where possible (whole sentences when they fit, else groups of query rows)."""
+    limit = BLOCK_ELEMENTS if limit is None else limit
     per_sentence = t * t * d
-    if per_sentence <= BLOCK_ELEMENTS:
-        step = BLOCK_ELEMENTS // max(per_sentence, 1)
+    if per_sentence <= limit:
+        step = limit // max(per_sentence, 1)
         for b0 in range(0, batch, step):
             yield slice(b0, b0 + step), slice(None)
         return
-    step = max(1, BLOCK_ELEMENTS // (t * d))
+    step = max(1, limit // (t * d))
     for b0 in range(batch):
         for i0 in range(0, t, step):
             yield slice(b0, b0 + 1), slice(i0, i0 + step)
@@ -129,7 +137,7 @@ class AdditiveScores(torch.autograd.Function):
         b, t, d = q.shape
         q2, k2 = q * 2.0, k * 2.0  # exact: sigmoid(2 (q_i + k_j)) sees the same values as tanh(q_i + k_j)
         out = q.new_empty(b, t, t)
-        for bs, qs in _blocks(b, t, d):
+        for bs, qs in _blocks(b, t, d, _block_limit(q)):
             s = torch.sigmoid_(q2[bs, qs, None] + k2[bs, None])  # (rows, queries, T, d)
             out[bs, qs] = s @ w
         ctx.save_for_backward(q2, k2, w)
@@ -141,7 +149,7 @@ class AdditiveScores(torch.autograd.Function):
         b, t, d = q2.shape
         grad_q, grad_k, grad_w = torch.zeros_like(q2), torch.zeros_like(k2), torch.zeros_like(w)
         w4 = w * 4.0  # d tanh(x) / dx = 1 - tanh^2 = 4 s (1 - s)
-        for bs, qs in _blocks(b, t, d):
+        for bs, qs in _blocks(b, t, d, _block_limit(q2)):
             s = torch.sigmoid_(q2[bs, qs, None] + k2[bs, None])  # (rows, queries, T, d), recomputed
             g = grad[bs, qs].unsqueeze(-1)  # (rows, queries, T, 1)
             grad_w += (g.reshape(-1) @ s.reshape(-1, d)).mul_(2.0).sub_(g.sum())  # sum of g_ij tanh_ij

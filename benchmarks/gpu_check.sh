@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The checks a session lent a CUDA machine runs there, in one call (the device time is short):
+#   1. tests/test_cuda.py: the CRF on the GPU against the CPU, each architecture trained on the GPU;
+#   2. speed on the GPU: BiLSTM-CRF, the PSA network without its fusion layers, PSA (benchmarks/speed.py --device cuda);
+#   3. PSA's additive scores in CPU-sized blocks against GPU-sized ones (benchmarks/psa_gpu_blocks.py);
+#   4. the whole suite, where training defaults to the GPU (train.device: auto).
+# The machine has no registry: packages its image lacks travel as wheels in .whl/ (pydantic and its core for its
+# Python, fastapi, ...) and as copied folders in .devpkgs/ (seqeval; jieba's __init__ and dict.txt only); the
+# CoNLL-2000 corpus in .devdata/. GloVe (80 MB) does not travel: the speed runs use randomly initialised word
+# vectors (throughput does not depend on their values) and the suite leaves out the one test of the packaged GloVe.
+#   usage (on the GPU machine, in the repository root): bash benchmarks/gpu_check.sh [OUT]
+set -u
+out=${1:-${OUT:-runs/gpu-check}}
+mkdir -p "$out"
+# into the image's own environment, and the checkout on its path through a .pth file: the suite's subprocesses
+# (python -m seqlab, data-parallel ranks) then find everything too
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl || exit 1
+site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+cp -r .devpkgs/* "$site"/ && echo "$PWD" > "$site/seqlab-checkout.pth" || exit 1
+export PYTHONUNBUFFERED=1
+{ date -u; nvidia-smi -L; nproc
+  python3 -c "import torch, numpy, numba; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+  torch.cuda.get_device_name(), 'numpy', numpy.__version__, 'numba', numba.__version__)"; } 2>&1 | tee "$out/machine.txt"
+
+echo "== tests/test_cuda.py"
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py -rfEs 2>&1 | tee "$out/test-cuda.txt"
+
+echo "== speed on the GPU"
+timeout 180 python3 benchmarks/speed.py configs/chunking-bilstm-crf.yaml configs/psa/chunking-viii-no-fusion.yaml \
+  configs/chunking-psa.yaml --data-root .devdata --device cuda --threads 4 --train-batches 300 \
+  --set model.embedder.features.word.pretrained=null --out "$out/speed-gpu.json" > "$out/speed-gpu.log" 2>&1
+tail -5 "$out/speed-gpu.log"
+python3 - "$out/speed-gpu.json" <<'EOF'
+import json, sys
+runs = json.load(open(sys.argv[1]))
+for r in runs:
+    print(r["config"], "train", r["train"]["sentences_per_s"],
+          {k: v["sentences_per_s"] for k, v in r["inference"].items()}, r.get("relative_to_first"))
+EOF
+
+echo "== PSA's score blocks on the GPU"
+timeout 100 python3 benchmarks/psa_gpu_blocks.py configs/chunking-psa.yaml --data-root .devdata --rounds 3 \
+  --set model.embedder.features.word.pretrained=null --out "$out/psa-gpu-blocks.json" 2>&1 | tail -30
+
+echo "== the whole suite"
+timeout "${SUITE_SECONDS:-150}" python3 -m pytest -q -p no:cacheprovider -n 8 -rfEs \
+  --deselect tests/test_vectors.py::test_packaged_glove_6b_50d 2>&1 | tee "$out/suite.txt" | tail -40
