@@ -3,8 +3,9 @@
 #   1. tests/test_cuda.py: the CRF on the GPU against the CPU, each architecture trained on the GPU;
 #   2. speed on the GPU: BiLSTM-CRF, the PSA network without its fusion layers, PSA (benchmarks/speed.py --device cuda);
 #   3. PSA's additive scores in CPU-sized blocks against GPU-sized ones (benchmarks/psa_gpu_blocks.py);
-#   4. the whole suite, where training defaults to the GPU (train.device: auto).
-# The machine has no registry: packages its image lacks travel as wheels in .whl/ (pydantic and its core for its
+#   4. a profile of a GPU training step and of batch-1 tagging (benchmarks/step_profile.py);
+#   5. the whole suite, where training defaults to the GPU (train.device: auto).
+# The machine has no registry: benchmarks/gpu_bundle.sh prepares, here, wheels in .whl/ (pydantic and its core for its
 # Python, fastapi, ...) and as copied folders in .devpkgs/ (seqeval; jieba's __init__ and dict.txt only); the
 # CoNLL-2000 corpus in .devdata/. GloVe (80 MB) does not travel: the speed runs use randomly initialised word
 # vectors (throughput does not depend on their values) and the suite leaves out the one test of the packaged GloVe.
@@ -42,6 +43,11 @@ echo "== PSA's score blocks on the GPU"
 timeout 100 python3 benchmarks/psa_gpu_blocks.py configs/chunking-psa.yaml --data-root .devdata --rounds 3 \
   --set model.embedder.features.word.pretrained=null --out "$out/psa-gpu-blocks.json" 2>&1 | tail -30
 
+echo "== where a GPU training step and batch-1 tagging go"
+timeout 90 python3 benchmarks/step_profile.py configs/chunking-bilstm-crf.yaml --data-root .devdata --device cuda \
+  --threads 4 --set model.embedder.features.word.pretrained=null --out "$out/step-profile.txt" > /dev/null 2>&1
+head -c 3000 "$out/step-profile.txt"
+
 echo "== the whole suite"
-timeout "${SUITE_SECONDS:-150}" python3 -m pytest -q -p no:cacheprovider -n 8 -rfEs \
+timeout "${SUITE_SECONDS:-200}" python3 -m pytest -q -p no:cacheprovider -n 8 -rfEs \
   --deselect tests/test_vectors.py::test_packaged_glove_6b_50d 2>&1 | tee "$out/suite.txt" | tail -40
