@@ -2,7 +2,8 @@
 # The checks a session lent a CUDA machine runs there, in one call (the device time is short):
 #   1. tests/test_cuda.py: the CRF on the GPU against the CPU, each architecture trained on the GPU;
 #   2. speed on the GPU: BiLSTM-CRF, the PSA network without its fusion layers, PSA (benchmarks/speed.py --device cuda);
-#   3. PSA's additive scores in CPU-sized blocks against GPU-sized ones (benchmarks/psa_gpu_blocks.py);
+#   3. the GPU levers off against on (benchmarks/gpu_lever_ab.py): the CRF's training recursions and small batches'
+#      Viterbi on the host, PSA's score blocks sized for the GPU;
 #   4. a profile of a GPU training step and of batch-1 tagging (benchmarks/step_profile.py);
 #   5. the whole suite, where training defaults to the GPU (train.device: auto).
 # The machine has no registry: benchmarks/gpu_bundle.sh prepares, here, wheels in .whl/ (pydantic and its core for its
@@ -39,9 +40,14 @@ for r in runs:
           {k: v["sentences_per_s"] for k, v in r["inference"].items()}, r.get("relative_to_first"))
 EOF
 
-echo "== PSA's score blocks on the GPU"
-timeout 100 python3 benchmarks/psa_gpu_blocks.py configs/chunking-psa.yaml --data-root .devdata --rounds 3 \
-  --set model.embedder.features.word.pretrained=null --out "$out/psa-gpu-blocks.json" 2>&1 | tail -30
+echo "== GPU levers, off against on"
+for run in "chunking-bilstm-crf host-crf" "chunking-bilstm-crf host-viterbi" "chunking-psa psa-blocks"; do
+  set -- $run
+  timeout 100 python3 benchmarks/gpu_lever_ab.py configs/$1.yaml --lever $2 --data-root .devdata --rounds 3 \
+    --set model.embedder.features.word.pretrained=null --out "$out/lever-$2.json" > /dev/null 2>&1
+  python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print(r['lever'], r['on_over_off'], 'same tags', \
+    r['same_tags'])" "$out/lever-$2.json"
+done
 
 echo "== where a GPU training step and batch-1 tagging go"
 timeout 90 python3 benchmarks/step_profile.py configs/chunking-bilstm-crf.yaml --data-root .devdata --device cuda \

@@ -37,6 +37,11 @@ __all__ = ["CRF", "DISALLOWED_SCORE", "TagPath", "kbest_paths"]
 
 #: Additive score of a disallowed move (finite so that gradients stay NaN-free).
 DISALLOWED_SCORE = -10000.0
+#: Batches of up to this many sentences on a CUDA GPU are decoded on the host, in NumPy (0: always on the GPU).
+#: At batch 1 an H100 tagged the chunker's sentences at 3.1-3.8 ms each; the PyTorch loop dispatches 339 operations
+#: for a 24-token sentence with 40 tags, the host's way 15 (counted on CPU). Its effect on a GPU's time is not
+#: measured yet (``benchmarks/gpu_lever_ab.py --lever host-viterbi``).
+GPU_HOST_VITERBI_ROWS = 2
 
 
 @dataclass(frozen=True)
@@ -179,7 +184,7 @@ class CRF(nn.Module):
         kept = self.__dict__.get("_numpy_kept")
         if kept is None or kept[0] != key:
             with torch.no_grad():
-                kept = (key, tuple(p.detach().numpy() for p in self._potentials()))
+                kept = (key, tuple(p.detach().cpu().numpy() for p in self._potentials()))
             self.__dict__["_numpy_kept"] = kept
         return kept[1]
 
@@ -332,13 +337,17 @@ class CRF(nn.Module):
         return self._viterbi(emissions, mask)
 
     def _viterbi(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """Best paths (batch, seq_len), 0 on padding, and their scores (batch,): in NumPy on CPU (a
-        several times cheaper loop, the same paths: see :mod:`seqlab.viterbi`), else in PyTorch."""
-        if emissions.device.type != "cpu" or emissions.requires_grad:
+        """Best paths (batch, seq_len), 0 on padding, and their scores (batch,), on ``emissions``' device: in NumPy
+        on CPU (a several times cheaper loop, the same paths: see :mod:`seqlab.viterbi`) and, by way of the host,
+        for batches of up to :data:`GPU_HOST_VITERBI_ROWS` sentences on a CUDA GPU (where each of the PyTorch
+        loop's few operations per time step is a kernel launch); else in PyTorch."""
+        device = emissions.device.type
+        host = device == "cpu" or device == "cuda" and emissions.shape[0] <= GPU_HOST_VITERBI_ROWS
+        if not host or emissions.requires_grad:
             return self._viterbi_torch(emissions, mask)
         trans, start, end = self._numpy_potentials()
-        tags, scores = viterbi(emissions.detach().numpy(), mask.sum(1).numpy(), trans, start, end)
-        return torch.from_numpy(tags), torch.from_numpy(scores)
+        tags, scores = viterbi(emissions.detach().cpu().numpy(), mask.sum(1).cpu().numpy(), trans, start, end)
+        return torch.from_numpy(tags).to(emissions.device), torch.from_numpy(scores).to(emissions.device)
 
     def _viterbi_torch(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Max-product forward pass keeping only the best scores per step (``amax`` is several times

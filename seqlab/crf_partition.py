@@ -16,7 +16,9 @@ to theirs to float32 rounding (tests/test_crf.py). There they run in probability
 to sum 1 (:class:`_ScaledPartition`: about half the NumPy calls of the log-space recursions, which remain for the
 rare batch whose probabilities underflow float64). Where Numba is installed, the probability-space recursions run
 compiled (:mod:`seqlab.crf_compiled`, a loop nest per sentence instead of NumPy calls per time step: the same float64
-formulas, about 2.5x faster). Elsewhere (GPUs) the PyTorch recursions run, in exact log space.
+formulas, about 2.5x faster). On a CUDA GPU the inputs are copied to the host and the same CPU recursions run there
+(:data:`GPU_ON_HOST`): the PyTorch recursions are a few operations per time step, each a kernel launch there.
+Elsewhere, and where :data:`GPU_ON_HOST` is off, the PyTorch recursions run, in exact log space.
 
 The two recursions (:func:`alpha_recursion`, :func:`beta_recursion`) are also what the CRF's marginals,
 span probabilities and confidences use (:meth:`seqlab.crf.CRF._forward_backward`). The gradient equals
@@ -83,15 +85,17 @@ def beta_recursion(emissions: Tensor, trans: Tensor, end: Tensor, mask: Tensor) 
 class LogPartition(torch.autograd.Function):
     """log Z per sentence, (batch,). Inputs: emissions (batch, seq_len, tags) trimmed to the longest
     sentence; trans (from, to), start and end (tags,) with constraint penalties already added; mask
-    (batch, seq_len) bool, left-aligned, first column True. On CPU both recursions and the gradient run in
-    NumPy float64 (:class:`_NumpyPartition`), elsewhere as PyTorch operations."""
+    (batch, seq_len) bool, left-aligned, first column True. On CPU, and on a CUDA GPU by way of the host
+    (:func:`on_host`), both recursions and the gradient run in NumPy float64 (:func:`_cpu_partition`), elsewhere as
+    PyTorch operations."""
 
     @staticmethod
     def forward(ctx, emissions: Tensor, trans: Tensor, start: Tensor, end: Tensor, mask: Tensor) -> Tensor:
-        if emissions.device.type == "cpu" and CPU_NUMPY and emissions.dtype in (torch.float32, torch.float64):
-            ctx.numpy = _cpu_partition(*(x.detach().numpy() for x in (emissions, trans, start, end, mask)))
+        if on_host(emissions):
+            ctx.numpy = _cpu_partition(*(x.detach().cpu().numpy() for x in (emissions, trans, start, end, mask)))
             ctx.dtypes = [x.dtype for x in (emissions, trans, start, end)]  # the gradients' dtypes
-            return torch.from_numpy(ctx.numpy.log_z).to(emissions.dtype)
+            ctx.device = emissions.device  # where the gradients go back to
+            return torch.from_numpy(ctx.numpy.log_z).to(device=emissions.device, dtype=emissions.dtype)
         ctx.numpy = None
         alphas = alpha_recursion(emissions, trans, start, mask)
         log_z = torch.logsumexp(alphas[:, -1] + end, dim=1)  # (batch,): padded rows carry their last alpha
@@ -103,8 +107,8 @@ class LogPartition(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         if ctx.numpy is not None:
             with one_blas_thread() if ctx.numpy.uses_blas else contextlib.nullcontext():
-                grads = ctx.numpy.gradients(grad.detach().to(torch.float64).numpy())
-            return (*(torch.from_numpy(g).to(d) for g, d in zip(grads, ctx.dtypes)), None)
+                grads = ctx.numpy.gradients(grad.detach().cpu().to(torch.float64).numpy())
+            return (*(torch.from_numpy(g).to(device=ctx.device, dtype=d) for g, d in zip(grads, ctx.dtypes)), None)
         emissions, trans, end, mask, alphas, log_z = ctx.saved_tensors
         num_tags = emissions.shape[2]
         betas = beta_recursion(emissions, trans, end, mask)
@@ -144,6 +148,20 @@ def log_product(x: np.ndarray, log_mat: np.ndarray, exp_mat: np.ndarray) -> tupl
 
 #: Whether :class:`LogPartition` runs on CPU in NumPy (True) or as PyTorch operations (tests compare the two).
 CPU_NUMPY = True
+#: Whether :class:`LogPartition` on a CUDA GPU copies its inputs to the host and runs the CPU's recursions (True)
+#: or runs the PyTorch recursions on the GPU (False). A training step of the CoNLL-2000 chunker (batch 10, 40 tags)
+#: dispatched 715 PyTorch operations with the PyTorch recursions and 304 with the host's (counted on CPU); on a
+#: GPU each is at least one kernel launch, and such a step took 13-17 ms on an H100 (BENCHMARKS.md, twenty-first
+#: session). The host's way costs two waits for the GPU and a few small copies a step. Its effect on a GPU's time
+#: is not measured yet: ``benchmarks/gpu_lever_ab.py --lever host-crf`` measures it.
+GPU_ON_HOST = True
+
+
+def on_host(x: Tensor) -> bool:
+    """Whether the CRF's recursions for ``x`` (emissions) run on the host's NumPy / Numba path."""
+    if x.dtype not in (torch.float32, torch.float64):
+        return False
+    return CPU_NUMPY if x.device.type == "cpu" else GPU_ON_HOST and x.device.type == "cuda"
 #: Whether the NumPy recursions run in probability space (:class:`_ScaledPartition`, falling back to the log-space
 #: ones where a sentence underflows) or always in log space (:class:`_NumpyPartition`; tests and benchmarks compare).
 CPU_SCALED = True

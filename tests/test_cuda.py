@@ -30,9 +30,15 @@ CUDA, CPU = torch.device("cuda"), torch.device("cpu")
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("constrained", [False, True])
-def test_crf_on_the_gpu_equals_the_cpu(seed, constrained):
-    """log Z and its gradients, Viterbi paths and scores, marginals and the 3 best paths: the GPU's PyTorch
-    recursions against the CPU's NumPy ones (float64, padded rows of garbage)."""
+@pytest.mark.parametrize("host", [True, False], ids=["host", "gpu"])
+def test_crf_on_the_gpu_equals_the_cpu(seed, constrained, host, monkeypatch):
+    """log Z and its gradients, Viterbi paths and scores, marginals and the 3 best paths on the GPU against the
+    CPU's (float64, padded rows of garbage): the GPU's recursions and Viterbi run on the host (the default for
+    training and for batches of 1-2) or as PyTorch operations on the GPU."""
+    from seqlab import crf as crf_module
+    from seqlab import crf_partition
+    monkeypatch.setattr(crf_partition, "GPU_ON_HOST", host)
+    monkeypatch.setattr(crf_module, "GPU_HOST_VITERBI_ROWS", 6 if host else 0)
     crf = make_crf(7, seed, constrained)
     em, mask = padded_batch([5, 1, 9, 3, 9, 2], 7, seed, pad_len=11)
     tags = torch.randint(0, 7, mask.shape, generator=torch.Generator().manual_seed(seed))
@@ -44,6 +50,7 @@ def test_crf_on_the_gpu_equals_the_cpu(seed, constrained):
         nll = here.nll(x, tags.to(device), mask.to(device)).sum()
         grads = torch.autograd.grad(log_z.sum() + nll, [x, here.transitions, here.start_transitions])
         paths, scores = here.viterbi(em.to(device), mask.to(device))
+        assert paths.device.type == scores.device.type == grads[0].device.type == device.type
         results[device.type] = ([t.detach().cpu() for t in (log_z, nll, *grads, scores)], paths.cpu(),
                                 here.marginals(em.to(device), mask.to(device)).detach().cpu(),
                                 here.nbest(em.to(device), mask.to(device), 3))
