@@ -39,7 +39,7 @@ __all__ = ["CRF", "DISALLOWED_SCORE", "TagPath", "kbest_paths"]
 DISALLOWED_SCORE = -10000.0
 #: Batches of up to this many sentences on a CUDA GPU are decoded on the host, in NumPy (0: always on the GPU).
 #: At batch 1 an H100 tagged the chunker's sentences at 3.1-3.8 ms each; the PyTorch loop dispatches 339 operations
-#: for a 24-token sentence with 40 tags, the host's way 15 (counted on CPU). Its effect on a GPU's time is not
+#: for a 24-token sentence with 40 tags, the host's way 6 (benchmarks/op_count.py). Its effect on a GPU's time is not
 #: measured yet (``benchmarks/gpu_lever_ab.py --lever host-viterbi``).
 GPU_HOST_VITERBI_ROWS = 2
 

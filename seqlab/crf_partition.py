@@ -150,7 +150,7 @@ def log_product(x: np.ndarray, log_mat: np.ndarray, exp_mat: np.ndarray) -> tupl
 CPU_NUMPY = True
 #: Whether :class:`LogPartition` on a CUDA GPU copies its inputs to the host and runs the CPU's recursions (True)
 #: or runs the PyTorch recursions on the GPU (False). A training step of the CoNLL-2000 chunker (batch 10, 40 tags)
-#: dispatched 715 PyTorch operations with the PyTorch recursions and 304 with the host's (counted on CPU); on a
+#: dispatched 715 PyTorch operations with the PyTorch recursions and 304 with the host's (benchmarks/op_count.py); on a
 #: GPU each is at least one kernel launch, and such a step took 13-17 ms on an H100 (BENCHMARKS.md, twenty-first
 #: session). The host's way costs two waits for the GPU and a few small copies a step. Its effect on a GPU's time
 #: is not measured yet: ``benchmarks/gpu_lever_ab.py --lever host-crf`` measures it.
