@@ -66,6 +66,7 @@ log = logging.getLogger("seqlab")
 
 MAX_PROCESSES = 64
 RNG_PREFIX = "rng.rank"  # checkpoint tensors (beside the weight average's): the torch RNG state of rank r > 0
+CUDA_RNG_PREFIX = "rng.cuda.rank"  # and its GPU's generator state, for ranks on GPUs
 
 
 class RankFailed(SeqlabError):
@@ -147,27 +148,38 @@ class Ranks:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
-    def rng_states(self) -> dict[str, Tensor]:
-        """Collective: on rank 0, the torch RNG state of each other rank (``rng.rank{r}``), for the checkpoint;
-        empty on the other ranks and for one process."""
+    def rng_states(self, device: torch.device) -> dict[str, Tensor]:
+        """Collective: on rank 0, the torch RNG state of each other rank (``rng.rank{r}``) and, for ranks on GPUs
+        (``device``: this rank's), its GPU's (``rng.cuda.rank{r}``), for the checkpoint; empty on the other ranks
+        and for one process."""
         if self.world == 1:
             return {}
-        states = self._gather(torch.get_rng_state())
-        return {f"{RNG_PREFIX}{r}": s for r, s in enumerate(states) if r} if self.main else {}
+        mine = [torch.get_rng_state()] + ([torch.cuda.get_rng_state(device)] if device.type == "cuda" else [])
+        out = {}
+        for r, states in enumerate(self._gather(mine)):
+            if r:
+                out[f"{RNG_PREFIX}{r}"] = states[0]
+                if len(states) > 1:
+                    out[f"{CUDA_RNG_PREFIX}{r}"] = states[1]
+        return out if self.main else {}
 
-    def own_rng(self, extra: dict[str, Tensor], seed: int) -> dict[str, Tensor]:
-        """``extra`` (a checkpoint's extra tensors) without the ranks' RNG states. A rank > 0 takes its state
-        from them, or a seed of its own when it has none (a fresh run, or more ranks than the checkpoint's
-        run): its dropout masks differ from rank 0's."""
+    def own_rng(self, extra: dict[str, Tensor], seed: int, device: torch.device) -> dict[str, Tensor]:
+        """``extra`` (a checkpoint's extra tensors) without the ranks' RNG states. A rank > 0 takes its states
+        from them (its GPU's too where it runs on one and they hold it), or a seed of its own when it has none (a
+        fresh run, or more ranks than the checkpoint's run): its dropout masks differ from rank 0's."""
         if self.rank:
             state = extra.get(f"{RNG_PREFIX}{self.rank}")
+            gpu_state = extra.get(f"{CUDA_RNG_PREFIX}{self.rank}")
+            for s in (state, gpu_state):
+                if s is not None and (s.dtype != torch.uint8 or s.dim() != 1):
+                    raise SeqlabError(f"checkpoint: the RNG state of rank {self.rank} is not a byte vector")
             if state is None:
-                torch.manual_seed(seed * 1_000_003 + self.rank)
-            elif state.dtype != torch.uint8 or state.dim() != 1:
-                raise SeqlabError(f"checkpoint: the RNG state of rank {self.rank} is not a byte vector")
+                torch.manual_seed(seed * 1_000_003 + self.rank)  # the GPUs' generators too
             else:
                 torch.set_rng_state(state)
-        return {k: v for k, v in extra.items() if not k.startswith(RNG_PREFIX)}
+                if gpu_state is not None and device.type == "cuda":
+                    torch.cuda.set_rng_state(gpu_state, device)
+        return {k: v for k, v in extra.items() if not k.startswith((RNG_PREFIX, CUDA_RNG_PREFIX))}
 
     def _gather(self, obj) -> list:
         out = [None] * self.world

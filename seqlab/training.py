@@ -268,7 +268,7 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
             atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
     net = tagger.net
     params = [p for p in net.parameters() if p.requires_grad]
-    extra = ranks.own_rng(extra, cfg.seed)  # ranks > 0: dropout masks of their own
+    extra = ranks.own_rng(extra, cfg.seed, device)  # ranks > 0: dropout masks of their own
     average = WeightAverage(net, cfg.ema_decay) if cfg.ema_decay and ranks.main else None
     if average and extra:  # resuming: the average goes on from where it was
         average.load_state_tensors(extra)
@@ -310,7 +310,7 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
                 average.update(net)
         total_loss = ranks.sum(total_loss)  # every rank's sentences
         train_seconds = time.perf_counter() - start
-        rank_rngs = ranks.rng_states()  # for the checkpoint
+        rank_rngs = ranks.rng_states(device)  # for the checkpoint
         if not ranks.main:  # rank 0 alone scores dev, logs and saves; the others take its counters
             state = ranks.broadcast(state)
             continue

@@ -219,3 +219,24 @@ def test_a_rank_exits_when_its_launcher_is_killed(tmp_path):
         assert rank.exitcode == 1  # the watch thread's exit, a second or so after the launcher's death
     finally:
         _stop([launcher, rank])
+
+
+def test_a_rank_takes_its_generator_states_from_the_checkpoint_and_drops_them_from_the_extras():
+    rank1, cpu = Ranks(rank=1, world=2), torch.device("cpu")
+    torch.manual_seed(5)
+    saved = torch.get_rng_state()
+    extra = {"rng.rank1": saved, "rng.cuda.rank1": torch.zeros(16, dtype=torch.uint8), "average.w": torch.ones(2)}
+    torch.manual_seed(6)
+    assert set(rank1.own_rng(extra, 3, cpu)) == {"average.w"}  # a GPU's state is not used on a CPU rank
+    assert torch.equal(torch.get_rng_state(), saved)
+    rank1.own_rng({}, 3, cpu)  # none saved: a seed of its own
+    own = torch.get_rng_state()
+    torch.manual_seed(3 * 1_000_003 + 1)
+    assert torch.equal(own, torch.get_rng_state()) and not torch.equal(own, saved)
+    for key in ("rng.rank1", "rng.cuda.rank1"):
+        with pytest.raises(SeqlabError, match="RNG state of rank 1 is not a byte vector"):
+            rank1.own_rng({**extra, key: torch.zeros(3)}, 3, cpu)
+    torch.manual_seed(6)
+    before = torch.get_rng_state()
+    assert set(Ranks(rank=0, world=2).own_rng(extra, 3, cpu)) == {"average.w"}  # rank 0 keeps its own state
+    assert torch.equal(torch.get_rng_state(), before)
