@@ -193,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="intra-op threads of the network (default: the CPU threads less one, at least 1: the "
                         "HTTP event loop needs a core of its own)")
     _engine_argument(v, "auto")
+    v.add_argument("--device", default="cpu", help="cpu, cuda or auto: where the network runs (on a GPU the engine "
+                                                   "is PyTorch's: auto falls back to it)")
     from seqlab.serve import Limits
     for flag, what in [("max_sentences", "sentences in one request"),
                        ("max_chars", "characters of text or tokens in one request"),
@@ -384,7 +386,7 @@ def cmd_serve(args) -> None:
     from seqlab.supervisor import Watchdog
     run_server(args.model, args.host, args.port, args.max_batch, args.max_wait_ms, args.workers, args.engine,
                args.threads, args.access_log, Limits(args.max_sentences, args.max_chars, args.max_body_bytes),
-               Watchdog(args.worker_timeout, args.worker_start_timeout))
+               Watchdog(args.worker_timeout, args.worker_start_timeout), args.device)
 
 
 def cmd_demo(args) -> None:

@@ -37,6 +37,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seqlab.batcher import MicroBatcher
+from seqlab.devices import resolve_device
 from seqlab.errors import SeqlabError
 from seqlab.heap import freeze_loaded
 from seqlab.supervisor import Watchdog
@@ -223,17 +224,17 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
 
 
 # What `seqlab serve --workers N` hands each worker process (they inherit the parent's environment).
-ENV_MODEL, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_THREADS, ENV_ENGINE, ENV_LIMITS = (
+ENV_MODEL, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_THREADS, ENV_ENGINE, ENV_LIMITS, ENV_DEVICE = (
     "SEQLAB_SERVE_MODEL", "SEQLAB_SERVE_MAX_BATCH", "SEQLAB_SERVE_MAX_WAIT_MS", "SEQLAB_SERVE_THREADS",
-    "SEQLAB_SERVE_ENGINE", "SEQLAB_SERVE_LIMITS")
+    "SEQLAB_SERVE_ENGINE", "SEQLAB_SERVE_LIMITS", "SEQLAB_SERVE_DEVICE")
 
 
 def app_from_env():
     """The app of one worker of ``seqlab serve --workers N``: uvicorn imports this factory by name in each
     worker process (``seqlab.serve:app_from_env``) and calls it. The model folder and options come from
     ``SEQLAB_SERVE_MODEL``, ``SEQLAB_SERVE_MAX_BATCH``, ``SEQLAB_SERVE_MAX_WAIT_MS``, ``SEQLAB_SERVE_THREADS``
-    (PyTorch threads of this worker), ``SEQLAB_SERVE_ENGINE`` (torch or onnxruntime) and
-    ``SEQLAB_SERVE_LIMITS`` (:class:`Limits` as JSON). A model that cannot be loaded ends the worker with
+    (PyTorch threads of this worker), ``SEQLAB_SERVE_ENGINE`` (torch or onnxruntime), ``SEQLAB_SERVE_DEVICE``
+    (cpu, cuda or auto; default cpu) and ``SEQLAB_SERVE_LIMITS`` (:class:`Limits` as JSON). A model that cannot be loaded ends the worker with
     uvicorn's start-up failure status, which stops the supervisor instead of restarting the worker forever."""
     try:
         model = os.environ.get(ENV_MODEL)
@@ -252,7 +253,8 @@ def app_from_env():
         if "threads" in options:
             import torch
             torch.set_num_threads(max(1, options.pop("threads")))
-        app = create_app(Tagger.load(model, engine=os.environ.get(ENV_ENGINE) or "torch"), **options)
+        tagger = Tagger.load(model, os.environ.get(ENV_DEVICE) or "cpu", os.environ.get(ENV_ENGINE) or "torch")
+        app = create_app(tagger, **options)
         freeze_loaded()  # this worker serves until it exits
         return app
     except SeqlabError as err:
@@ -263,7 +265,7 @@ def app_from_env():
 
 def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0,
                workers: int = 1, engine: str = "auto", threads: int | None = None, access_log: bool = True,
-               limits: Limits = Limits(), watchdog: Watchdog = Watchdog()) -> None:
+               limits: Limits = Limits(), watchdog: Watchdog = Watchdog(), device: str = "cpu") -> None:
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
     process would end with -15). With ``workers`` > 1, that many processes serve the port
@@ -273,16 +275,20 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
 
     ``threads``: the network's intra-op threads, shared out among the workers. The default leaves one of
     PyTorch's threads to the event loop (HTTP, JSON): under 16 concurrent clients on 2 cores the network on one
-    thread answered 99.5 requests/s against 49.7 on two (BENCHMARKS.md)."""
+    thread answered 99.5 requests/s against 49.7 on two (BENCHMARKS.md).
+
+    ``device``: where the network runs (cpu, cuda or auto), in every worker. On a GPU the engine is PyTorch's
+    (``auto`` falls back to it; ``onnxruntime`` is refused)."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs uvicorn: pip install 'seqlab[serve]'") from None
     import torch
+    resolve_device(device)  # a device that is not there: one error line before anything starts
     threads = threads or max(1, torch.get_num_threads() - 1)
     if workers > 1:
         _run_workers(model, host, port, max_batch, max_wait_ms, workers, engine, threads, access_log, limits,
-                     watchdog)
+                     watchdog, device)
         return
     torch.set_num_threads(threads)
     import contextlib
@@ -298,14 +304,14 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
-    app = create_app(Tagger.load(model, engine=engine), limits, max_batch=max_batch, max_wait_ms=max_wait_ms)
+    app = create_app(Tagger.load(model, device, engine), limits, max_batch=max_batch, max_wait_ms=max_wait_ms)
     freeze_loaded()  # this process serves until it exits
     Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log)).run()
 
 
 def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
                  workers: int, engine: str = "auto", threads: int = 1, access_log: bool = True,
-                 limits: Limits = Limits(), watchdog: Watchdog = Watchdog()) -> None:
+                 limits: Limits = Limits(), watchdog: Watchdog = Watchdog(), device: str = "cpu") -> None:
     """``workers`` spawned processes serving the port (:mod:`seqlab.supervisor`), each building its app from
     :func:`app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A worker
     that fails to start (its model loading, after the parent's own check passed) stops them all, and this
@@ -314,9 +320,14 @@ def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: 
         import fastapi  # noqa: F401 - fail here, in one line, rather than in every worker
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
-    # a bad model folder or engine: one error line here, before any worker (auto cannot fail: no export here)
-    Tagger.load(model, engine="torch" if engine == "auto" else engine)
+    # a bad model folder, device or engine: one error line here, before any worker (auto cannot fail: no export
+    # here); the model is checked on the CPU, so that this supervising process holds no GPU memory
+    on = resolve_device(device)
+    if on.type != "cpu" and engine == "onnxruntime":
+        raise SeqlabError(f"--engine onnxruntime runs on the CPU; --device {device} puts the network on {on}")
+    Tagger.load(model, "cpu", "torch" if engine == "auto" or on.type != "cpu" else engine)
     os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch), ENV_ENGINE: engine,
+                       ENV_DEVICE: device,
                        ENV_MAX_WAIT_MS: repr(max_wait_ms), ENV_LIMITS: limits.to_env(),
                        ENV_THREADS: str(max(1, threads // workers))})
     from seqlab.supervisor import supervise

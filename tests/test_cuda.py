@@ -215,3 +215,23 @@ def test_each_architecture_trains_to_the_same_bits_twice_when_deterministic(name
         train(config_from_dict(raw), tmp_path / run, progress=False)
         weights.append(load_file(str(tmp_path / run / "checkpoint" / "model.safetensors")))
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_the_service_tags_on_the_gpu_what_it_tags_on_the_cpu(gpu_run, monkeypatch):
+    """`seqlab serve --device cuda`: a worker's app (the environment its supervisor hands it) on the GPU answers
+    what the CPU's answers."""
+    pytest.importorskip("fastapi", reason="serving needs the extra seqlab[serve]")
+    from fastapi.testclient import TestClient
+
+    from seqlab.serve import app_from_env, create_app
+    name, model, sentences, _ = gpu_run
+    if name != "bilstm-crf":
+        pytest.skip("one architecture is enough for the service")
+    monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(model))
+    monkeypatch.setenv("SEQLAB_SERVE_DEVICE", "cuda")
+    gpu = TestClient(app_from_env())
+    assert gpu.get("/info").json()["device"].startswith("cuda")
+    cpu = TestClient(create_app(Tagger.load(model, "cpu")))
+    body = {"sentences": [" ".join(s.tokens) for s in sentences], "confidence": True}
+    got, want = (c.post("/predict", json=body).json()["predictions"] for c in (gpu, cpu))
+    assert [p["tags"] for p in got] == [p["tags"] for p in want]

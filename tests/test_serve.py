@@ -672,3 +672,29 @@ def _env() -> dict:
     import os
     from pathlib import Path
     return dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_device_that_is_not_there_is_one_line_before_serving(shared_tiny_model, capsys, workers):
+    import torch
+
+    from seqlab.cli import main
+    devices = ["tpu"] + ([] if torch.cuda.is_available() else ["cuda"])
+    for device in devices:
+        code = main(["-q", "serve", str(shared_tiny_model[1]), "--port", str(_free_port()), "--workers", workers,
+                     "--device", device])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1, err
+        assert err[0] == ("error: device: expected auto, cpu or cuda, got 'tpu'" if device == "tpu" else
+                          "error: device 'cuda' was asked for, but this PyTorch sees no CUDA GPU")
+
+
+def test_a_worker_app_runs_on_the_device_it_is_given(shared_tiny_model, monkeypatch):
+    from seqlab.serve import app_from_env
+    monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(shared_tiny_model[1]))
+    monkeypatch.setenv("SEQLAB_SERVE_DEVICE", "cpu")
+    assert TestClient(app_from_env()).get("/info").json()["device"] == "cpu"
+    monkeypatch.setenv("SEQLAB_SERVE_DEVICE", "tpu")
+    with pytest.raises(SystemExit) as stop:  # uvicorn's start-up failure status: no restart loop
+        app_from_env()
+    assert stop.value.code == 3
