@@ -150,11 +150,17 @@ def log_product(x: np.ndarray, log_mat: np.ndarray, exp_mat: np.ndarray) -> tupl
 CPU_NUMPY = True
 #: Whether :class:`LogPartition` on a CUDA GPU copies its inputs to the host and runs the CPU's recursions (True)
 #: or runs the PyTorch recursions on the GPU (False). A training step of the CoNLL-2000 chunker (batch 10, 40 tags)
-#: dispatched 715 PyTorch operations with the PyTorch recursions and 304 with the host's (benchmarks/op_count.py); on a
-#: GPU each is at least one kernel launch, and such a step took 13-17 ms on an H100 (BENCHMARKS.md, twenty-first
+#: dispatched 715 PyTorch operations with the PyTorch recursions and 304 with the host's (benchmarks/op_count.py);
+#: on a GPU each is at least one kernel launch, and such a step took 13-17 ms on an H100 (BENCHMARKS.md, twenty-first
 #: session). The host's way costs two waits for the GPU and a few small copies a step. Its effect on a GPU's time
 #: is not measured yet: ``benchmarks/gpu_lever_ab.py --lever host-crf`` measures it.
 GPU_ON_HOST = True
+#: Whether the NumPy recursions run in probability space (:class:`_ScaledPartition`, falling back to the log-space
+#: ones where a sentence underflows) or always in log space (:class:`_NumpyPartition`; tests and benchmarks compare).
+CPU_SCALED = True
+#: Whether the probability-space recursions run compiled (:class:`seqlab.crf_compiled.CompiledPartition`, where
+#: Numba is installed) or as NumPy calls (:class:`_ScaledPartition`; tests and benchmarks compare).
+CPU_COMPILED = True
 
 
 def on_host(x: Tensor) -> bool:
@@ -162,12 +168,6 @@ def on_host(x: Tensor) -> bool:
     if x.dtype not in (torch.float32, torch.float64):
         return False
     return CPU_NUMPY if x.device.type == "cpu" else GPU_ON_HOST and x.device.type == "cuda"
-#: Whether the NumPy recursions run in probability space (:class:`_ScaledPartition`, falling back to the log-space
-#: ones where a sentence underflows) or always in log space (:class:`_NumpyPartition`; tests and benchmarks compare).
-CPU_SCALED = True
-#: Whether the probability-space recursions run compiled (:class:`seqlab.crf_compiled.CompiledPartition`, where
-#: Numba is installed) or as NumPy calls (:class:`_ScaledPartition`; tests and benchmarks compare).
-CPU_COMPILED = True
 
 
 def _cpu_partition(emissions, trans, start, end, mask):
