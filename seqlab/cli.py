@@ -60,6 +60,10 @@ _workers = _int_in(1, 256)
 _bins = _int_in(2, 100)
 
 
+def _device_argument(parser: argparse.ArgumentParser, what: str = "the network runs") -> None:
+    parser.add_argument("--device", default="cpu", help=f"cpu, cuda or auto: where {what} (default %(default)s)")
+
+
 def _engine_argument(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--engine", choices=["torch", "onnxruntime", "auto"], default=default,
                         help="what runs the embedder and encoder layers: eager PyTorch; the network exported to "
@@ -119,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--strict", action="store_true",
                    help="refuse gold labels unseen in training (by default they are scored as misses, as "
                         "conlleval does, with a warning)")
-    e.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    _device_argument(e)
     e.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
     _engine_argument(e, "torch")
 
@@ -130,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="save the calibrated model here (default: replace MODEL)")
     c.add_argument("--bins", type=_bins, default=10, help="confidence bins of the calibration error (2-100)")
     c.add_argument("--batch-size", type=_batch)
+    _device_argument(c)
 
     r = sub.add_parser("predict", help="tag raw text or a CoNLL file")
     r.add_argument("model")
@@ -139,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--nbest", type=_nbest, help="also output the k best tag sequences (jsonl)")
     r.add_argument("--explain", action="store_true", help="attention weights and fusion gates (jsonl)")
     r.add_argument("--batch-size", type=_batch)
-    r.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    _device_argument(r)
     r.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
     _engine_argument(r, "torch")
     r.add_argument("--chunk", type=_chunk, default=2000, help="sentences read, tagged and written at a time "
@@ -166,11 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--all-parts", action="store_true", help="one column per named part of the model")
     z.add_argument("--json", action="store_true", help="JSON instead of tables")
     z.add_argument("--batch-size", type=_batch)
+    _device_argument(z)
 
     a = sub.add_parser("attention", help="write the attention heatmap of each attention layer as PNG")
     a.add_argument("model")
     a.add_argument("sentence")
     a.add_argument("--out", required=True, help="PNG path; with several layers, -layerN is added")
+    _device_argument(a)
 
     v = sub.add_parser("serve", help="HTTP JSON API (POST /predict) and web viewer (/)")
     v.add_argument("model")
@@ -193,8 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="intra-op threads of the network (default: the CPU threads less one, at least 1: the "
                         "HTTP event loop needs a core of its own)")
     _engine_argument(v, "auto")
-    v.add_argument("--device", default="cpu", help="cpu, cuda or auto: where the network runs (on a GPU the engine "
-                                                   "is PyTorch's: auto falls back to it)")
+    _device_argument(v, "the network runs, in every worker (on a GPU the engine is PyTorch's: auto falls back to it)")
     from seqlab.serve import Limits
     for flag, what in [("max_sentences", "sentences in one request"),
                        ("max_chars", "characters of text or tokens in one request"),
@@ -257,7 +263,7 @@ def cmd_calibrate(args) -> None:
     from seqlab.calibration import fit_temperature, reliability
     from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
-    tagger = Tagger.load(args.model)
+    tagger = Tagger.load(args.model, args.device)
     sentences = read_file(Path(args.data), tagger.config.data)
     if not sentences or any(s.labels is None for s in sentences):
         raise SeqlabError("calibration needs gold labels", path=args.data)
@@ -331,7 +337,7 @@ def cmd_info(args) -> None:
 def cmd_attention(args) -> None:
     from seqlab.plotting import plot_attention
     from seqlab.tagger import Tagger
-    pred = Tagger.load(args.model).predict([args.sentence], explain=True)[0]
+    pred = Tagger.load(args.model, args.device).predict([args.sentence], explain=True)[0]
     layers = [x for x in (pred.explanation or []) if x.attention is not None]
     if not layers:
         raise SeqlabError("this model has no attention layer to show", path=args.model)
@@ -357,7 +363,7 @@ def cmd_analyze(args) -> None:
     from seqlab.analysis import analyze, format_analysis
     from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
-    tagger = Tagger.load(args.model)
+    tagger = Tagger.load(args.model, args.device)
     sentences = read_file(Path(args.data), tagger.config.data)
     if not sentences or any(s.labels is None for s in sentences):
         raise SeqlabError("the analyses need gold labels", path=args.data)

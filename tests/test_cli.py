@@ -193,3 +193,15 @@ def test_output_paths_are_checked(model_dir, tmp_path):
 def test_command_line_numbers_have_ranges(args, needle):
     proc = run(*args)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and needle in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("command", [["evaluate", "{model}", "{data}"], ["calibrate", "{model}", "{data}"],
+                                     ["predict", "{model}", "{data}"], ["analyze", "{model}", "{data}"],
+                                     ["attention", "{model}", "a b", "--out", "{out}"]])
+def test_every_command_that_runs_the_network_takes_a_device_and_names_a_bad_one(command, shared_tiny_model, tmp_path,
+                                                                                capsys):
+    from seqlab.cli import main
+    data, model = shared_tiny_model
+    args = [a.format(model=model, data=data, out=tmp_path / "a.png") for a in command]
+    assert main(["-q", *args, "--device", "tpu"]) == 2
+    assert capsys.readouterr().err.strip() == "error: device: expected auto, cpu or cuda, got 'tpu'"

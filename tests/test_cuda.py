@@ -235,3 +235,15 @@ def test_the_service_tags_on_the_gpu_what_it_tags_on_the_cpu(gpu_run, monkeypatc
     body = {"sentences": [" ".join(s.tokens) for s in sentences], "confidence": True}
     got, want = (c.post("/predict", json=body).json()["predictions"] for c in (gpu, cpu))
     assert [p["tags"] for p in got] == [p["tags"] for p in want]
+
+
+def test_calibration_on_the_gpu_fits_the_cpus_temperature(gpu_run):
+    """`seqlab calibrate --device cuda`: the temperature fitted on the GPU is the CPU's, to float rounding."""
+    from seqlab.calibration import fit_temperature
+    name, model, sentences, _ = gpu_run
+    if name not in ("bilstm-crf", "att-bilstm-cnn"):  # a CRF and a softmax decoder
+        pytest.skip("two decoders are enough for calibration")
+    held_out = read_conll(SAMPLE.parent / "test.txt")[:40]  # the bundled sample's test part, with gold chunks
+    fits = [fit_temperature(Tagger.load(model, device), held_out) for device in ("cpu", "cuda")]
+    assert fits[1].temperature == pytest.approx(fits[0].temperature, rel=1e-2)
+    assert fits[1].nll_after == pytest.approx(fits[0].nll_after, rel=1e-3)
