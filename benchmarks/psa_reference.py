@@ -16,7 +16,7 @@ class TanhAdditiveScores(torch.autograd.Function):
     def forward(ctx, q: Tensor, k: Tensor, w: Tensor) -> Tensor:
         b, t, d = q.shape
         out = q.new_empty(b, t, t)
-        for bs, qs in _blocks(b, t, d):
+        for bs, qs in _blocks(q):
             out[bs, qs] = torch.tanh_(q[bs, qs, None] + k[bs, None]) @ w  # (rows, queries, T, d) @ (d,)
         ctx.save_for_backward(q, k, w)
         return out
@@ -24,9 +24,9 @@ class TanhAdditiveScores(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         q, k, w = ctx.saved_tensors
-        b, t, d = q.shape
+        d = q.shape[2]
         grad_q, grad_k, grad_w = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(w)
-        for bs, qs in _blocks(b, t, d):
+        for bs, qs in _blocks(q):
             h = torch.tanh_(q[bs, qs, None] + k[bs, None])  # (rows, queries, T, d), recomputed
             g = grad[bs, qs].unsqueeze(-1)  # (rows, queries, T, 1)
             grad_w += g.reshape(-1) @ h.reshape(-1, d)

@@ -56,8 +56,9 @@ def deterministic_algorithms(on: bool):
     if not on:
         yield
         return
-    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-              torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    cudnn = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
     workspace = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
     if workspace is None:
         os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # what cuBLAS needs to be deterministic
@@ -66,8 +67,8 @@ def deterministic_algorithms(on: bool):
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
-        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = before[2], before[3]
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = cudnn
         if workspace is None:
             os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
 

@@ -87,6 +87,12 @@ def _check_sentences(tagger) -> list[Sentence]:
     return [Sentence([words[(i * 7 + k) % len(words)] for k in range(n)]) for i, n in enumerate((1, 4, 17, 9, 2))]
 
 
+def refuse_off_cpu(device: torch.device) -> None:
+    """onnxruntime runs the network on the CPU: a one-line error for a tagger on any other device."""
+    if device.type != "cpu":
+        raise SeqlabError(f"--engine onnxruntime runs on the CPU; the network is on {device}")
+
+
 class OnnxEncoding:
     """A tagger's embedder and encoder layers as an onnxruntime session (one thread for batches of up to
     :data:`SMALL_BATCH` sentences, the process's PyTorch thread count for larger ones)."""
@@ -95,8 +101,7 @@ class OnnxEncoding:
         self.max_rows = max_rows  # larger batches run eagerly (the auto engine); None: every batch runs here
         if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("onnxruntime") is None:
             raise SeqlabError("--engine onnxruntime needs onnx and onnxruntime: pip install 'seqlab[export]'")
-        if tagger.device.type != "cpu":
-            raise SeqlabError(f"--engine onnxruntime runs on the CPU; this tagger is on {tagger.device}")
+        refuse_off_cpu(tagger.device)
         from seqlab.export import EncoderNet, _traceable
         tagger.net.eval()
         sample = make_batches(tagger.encode(_check_sentences(tagger)[:2]), tagger.featurizers, 8)[0]

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seqlab.batcher import MicroBatcher
 from seqlab.devices import resolve_device
+from seqlab.engine import refuse_off_cpu
 from seqlab.errors import SeqlabError
 from seqlab.heap import freeze_loaded
 from seqlab.supervisor import Watchdog
@@ -234,8 +235,9 @@ def app_from_env():
     worker process (``seqlab.serve:app_from_env``) and calls it. The model folder and options come from
     ``SEQLAB_SERVE_MODEL``, ``SEQLAB_SERVE_MAX_BATCH``, ``SEQLAB_SERVE_MAX_WAIT_MS``, ``SEQLAB_SERVE_THREADS``
     (PyTorch threads of this worker), ``SEQLAB_SERVE_ENGINE`` (torch or onnxruntime), ``SEQLAB_SERVE_DEVICE``
-    (cpu, cuda or auto; default cpu) and ``SEQLAB_SERVE_LIMITS`` (:class:`Limits` as JSON). A model that cannot be loaded ends the worker with
-    uvicorn's start-up failure status, which stops the supervisor instead of restarting the worker forever."""
+    (cpu, cuda or auto; default cpu) and ``SEQLAB_SERVE_LIMITS`` (:class:`Limits` as JSON). A model that cannot
+    be loaded ends the worker with uvicorn's start-up failure status, which stops the supervisor instead of
+    restarting the worker forever."""
     try:
         model = os.environ.get(ENV_MODEL)
         if not model:
@@ -284,11 +286,11 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs uvicorn: pip install 'seqlab[serve]'") from None
     import torch
-    resolve_device(device)  # a device that is not there: one error line before anything starts
+    on = resolve_device(device)  # a device that is not there: one error line before anything starts
     threads = threads or max(1, torch.get_num_threads() - 1)
     if workers > 1:
-        _run_workers(model, host, port, max_batch, max_wait_ms, workers, engine, threads, access_log, limits,
-                     watchdog, device)
+        _run_workers(model, host, port, max_batch, max_wait_ms, workers, on, engine, threads, access_log, limits,
+                     watchdog)
         return
     torch.set_num_threads(threads)
     import contextlib
@@ -304,14 +306,14 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
-    app = create_app(Tagger.load(model, device, engine), limits, max_batch=max_batch, max_wait_ms=max_wait_ms)
+    app = create_app(Tagger.load(model, on, engine), limits, max_batch=max_batch, max_wait_ms=max_wait_ms)
     freeze_loaded()  # this process serves until it exits
     Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log)).run()
 
 
 def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
-                 workers: int, engine: str = "auto", threads: int = 1, access_log: bool = True,
-                 limits: Limits = Limits(), watchdog: Watchdog = Watchdog(), device: str = "cpu") -> None:
+                 workers: int, device: "torch.device", engine: str = "auto", threads: int = 1,
+                 access_log: bool = True, limits: Limits = Limits(), watchdog: Watchdog = Watchdog()) -> None:
     """``workers`` spawned processes serving the port (:mod:`seqlab.supervisor`), each building its app from
     :func:`app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A worker
     that fails to start (its model loading, after the parent's own check passed) stops them all, and this
@@ -320,14 +322,13 @@ def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: 
         import fastapi  # noqa: F401 - fail here, in one line, rather than in every worker
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
-    # a bad model folder, device or engine: one error line here, before any worker (auto cannot fail: no export
-    # here); the model is checked on the CPU, so that this supervising process holds no GPU memory
-    on = resolve_device(device)
-    if on.type != "cpu" and engine == "onnxruntime":
-        raise SeqlabError(f"--engine onnxruntime runs on the CPU; --device {device} puts the network on {on}")
-    Tagger.load(model, "cpu", "torch" if engine == "auto" or on.type != "cpu" else engine)
+    # a bad model folder or engine: one error line here, before any worker (auto cannot fail: no export here);
+    # the model is checked on the CPU, so that this supervising process holds no GPU memory
+    if engine == "onnxruntime":
+        refuse_off_cpu(device)
+    Tagger.load(model, "cpu", "torch" if engine == "auto" or device.type != "cpu" else engine)
     os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch), ENV_ENGINE: engine,
-                       ENV_DEVICE: device,
+                       ENV_DEVICE: str(device),
                        ENV_MAX_WAIT_MS: repr(max_wait_ms), ENV_LIMITS: limits.to_env(),
                        ENV_THREADS: str(max(1, threads // workers))})
     from seqlab.supervisor import supervise

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from seqlab import Tagger
 from seqlab.cli import main
@@ -238,3 +239,10 @@ def test_pairwise_tensors_are_bounded_by_running_batches_in_parts(tiny_corpus, m
     with pytest.raises(SeqlabError, match="a sentence of .* tokens needs .* MiB for one attention tensor; tag with "
                                           "--max-length, or with --engine torch"):
         tagger.predict(sentences)
+
+
+def test_onnxruntime_is_refused_for_a_network_off_the_cpu():
+    from seqlab.engine import refuse_off_cpu
+    refuse_off_cpu(torch.device("cpu"))
+    with pytest.raises(SeqlabError, match=r"^--engine onnxruntime runs on the CPU; the network is on cuda:0$"):
+        refuse_off_cpu(torch.device("cuda", 0))

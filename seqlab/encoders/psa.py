@@ -105,14 +105,12 @@ BLOCK_ELEMENTS = 1 << 18  # elements of one (rows, queries, T, d) block on CPU: 
 GPU_BLOCK_ELEMENTS = 1 << 26
 
 
-def _block_limit(x: Tensor) -> int:
-    return BLOCK_ELEMENTS if x.device.type == "cpu" else GPU_BLOCK_ELEMENTS
-
-
-def _blocks(batch: int, t: int, d: int, limit: int | None = None):
-    """(sentence slice, query slice) pairs covering (batch, t), each block of <= ``limit`` (default
-    BLOCK_ELEMENTS) elements where possible (whole sentences when they fit, else groups of query rows)."""
-    limit = BLOCK_ELEMENTS if limit is None else limit
+def _blocks(x: Tensor):
+    """(sentence slice, query slice) pairs covering x's (batch, T) for x (batch, T, d), each block of at most
+    BLOCK_ELEMENTS elements on CPU and GPU_BLOCK_ELEMENTS elsewhere where possible (whole sentences when they fit,
+    else groups of query rows)."""
+    batch, t, d = x.shape
+    limit = BLOCK_ELEMENTS if x.device.type == "cpu" else GPU_BLOCK_ELEMENTS
     per_sentence = t * t * d
     if per_sentence <= limit:
         step = limit // max(per_sentence, 1)
@@ -137,7 +135,7 @@ class AdditiveScores(torch.autograd.Function):
         b, t, d = q.shape
         q2, k2 = q * 2.0, k * 2.0  # exact: sigmoid(2 (q_i + k_j)) sees the same values as tanh(q_i + k_j)
         out = q.new_empty(b, t, t)
-        for bs, qs in _blocks(b, t, d, _block_limit(q)):
+        for bs, qs in _blocks(q):
             s = torch.sigmoid_(q2[bs, qs, None] + k2[bs, None])  # (rows, queries, T, d)
             out[bs, qs] = s @ w
         ctx.save_for_backward(q2, k2, w)
@@ -146,10 +144,10 @@ class AdditiveScores(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         q2, k2, w = ctx.saved_tensors
-        b, t, d = q2.shape
+        d = q2.shape[2]
         grad_q, grad_k, grad_w = torch.zeros_like(q2), torch.zeros_like(k2), torch.zeros_like(w)
         w4 = w * 4.0  # d tanh(x) / dx = 1 - tanh^2 = 4 s (1 - s)
-        for bs, qs in _blocks(b, t, d, _block_limit(q2)):
+        for bs, qs in _blocks(q2):
             s = torch.sigmoid_(q2[bs, qs, None] + k2[bs, None])  # (rows, queries, T, d), recomputed
             g = grad[bs, qs].unsqueeze(-1)  # (rows, queries, T, 1)
             grad_w += (g.reshape(-1) @ s.reshape(-1, d)).mul_(2.0).sub_(g.sum())  # sum of g_ij tanh_ij
