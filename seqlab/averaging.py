@@ -18,6 +18,8 @@ from contextlib import contextmanager
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
+from seqlab.errors import SeqlabError
+
 
 class WeightAverage:
     """The averaged copy of a tagger network; ``update`` after each optimiser step."""
@@ -49,4 +51,10 @@ class WeightAverage:
         return self.averaged.state_dict()
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        self.averaged.load_state_dict(tensors, strict=True)
+        """Take a checkpoint's :meth:`state_tensors` back; ones that do not fit the network (names, shapes) are a
+        one-line SeqlabError, not a traceback."""
+        try:
+            self.averaged.load_state_dict(tensors, strict=True)
+        except RuntimeError as err:
+            raise SeqlabError(f"checkpoint: trainer.safetensors: the weight average does not fit the model: "
+                              f"{' '.join(str(err).split())[:300]}") from None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from seqlab.data.batching import make_batches
+from seqlab.data.corpus import check_labels
 from seqlab.data.schemes import get_spans
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
@@ -76,7 +77,8 @@ class Reliability:
 
 
 def reliability(tagger, sentences: Sequence[Sentence], bins: int = 10, batch_size: int | None = None) -> Reliability:
-    """Tag ``sentences`` with confidences and compare them with the gold labels."""
+    """Tag ``sentences`` with confidences and compare them with the gold labels (tags of the model's scheme)."""
+    check_labels(list(sentences), tagger.scheme)
     predictions = tagger.predict(list(sentences), batch_size=batch_size, confidence=True)
     spans: list[tuple[float, bool]] = []
     tokens: list[tuple[float, bool]] = []
@@ -135,6 +137,7 @@ def fit_temperature(tagger, sentences: Sequence[Sentence], batch_size: int | Non
                     iterations: int = 40) -> TemperatureFit:
     """The T in [LOWEST, HIGHEST] that minimises the gold labels' negative log-likelihood
     (:class:`Likelihood`), by golden-section search over log T."""
+    check_labels(list(sentences), tagger.scheme)
     nll = Likelihood(tagger, sentences, batch_size)
     previous = tagger.net.decoder.temperature
     temperature = math.exp(_golden_section(lambda u: nll(math.exp(u)), math.log(LOWEST), math.log(HIGHEST),

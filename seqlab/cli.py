@@ -1,10 +1,10 @@
 """Command line: a thin layer over the Python API.
 
     seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...] [--nproc N]
-    seqlab evaluate MODEL DATA [--output FILE] [--engine torch|onnxruntime|auto]
+    seqlab evaluate MODEL DATA [--output FILE] [--max-length N] [--engine torch|onnxruntime|auto]
     seqlab calibrate MODEL DEV_DATA [--out DIR] [--bins 10]
-    seqlab predict MODEL [FILE|-] [--input-format auto|raw|conll] [--output-format conll|jsonl] [--nbest K] [--explain] [--max-length N] [--workers N] [--engine torch|onnxruntime|auto]
-    seqlab score FILE [--scheme BIO]
+    seqlab predict MODEL [FILE|-] [--input-format auto|text|conll] [--output-format conll|jsonl|doccano|labelstudio|spacy-jsonl] [--tokenizer T] [--nbest K] [--explain] [--max-length N] [--workers N] [--engine torch|onnxruntime|auto]
+    seqlab score FILE [--scheme auto|IOB1|BIO|BIOES|BMES]
     seqlab info MODEL
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
@@ -13,6 +13,9 @@
         [--worker-start-timeout SECONDS]
     seqlab export MODEL --format onnx --out model.onnx      (or --format torchscript --out model.pt)
     seqlab demo --out DIR
+    seqlab convert IN OUT [--from FORMAT] [--to FORMAT] [--tokenizer whitespace|english|chars] [--scheme BIO]
+    seqlab models [NAME] [--json]
+MODEL is a model folder, a .zip archive, or a named model (seqlab.named_models).
 Bad input prints one line ``error: ...`` and exits with code 2.
 """
 
@@ -22,18 +25,38 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seqlab.errors import SeqlabError
+
+if TYPE_CHECKING:
+    from seqlab.data.formats import FormatGuess
 
 log = logging.getLogger("seqlab")
 
 
+MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit; torch and random take these too
+
+
 def _seeds(text: str) -> list[int]:
+    """``--seeds``: distinct integers in 0..2**32-1, comma-separated; anything else is refused here, before a
+    run starts, not after one has trained."""
     try:
-        return [int(s) for s in text.split(",") if s.strip()]
+        seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'")
+    seen: set[int] = set()
+    for seed in seeds:
+        if not 0 <= seed <= MAX_SEED:
+            raise argparse.ArgumentTypeError(f"seed {seed} is outside 0..{MAX_SEED}")
+        if seed in seen:
+            raise argparse.ArgumentTypeError(f"seed {seed} is given twice: each seed's run goes to OUT/seed-N")
+        seen.add(seed)
+    return seeds
 
 
 def _int_in(low: int, high: int):
@@ -51,6 +74,15 @@ def _int_in(low: int, high: int):
 
 _beam = _int_in(1, 256)
 _epochs = _int_in(1, 100_000)
+
+
+def _budget(text: str) -> str:
+    from seqlab.budget import parse_duration
+    try:
+        parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text.strip()
 _nproc = _int_in(1, 64)  # seqlab.distributed.MAX_PROCESSES
 _batch = _int_in(1, 100_000)
 _nbest = _int_in(1, 1000)
@@ -107,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("config")
     t.add_argument("--out", required=True, help="output folder")
     t.add_argument("--max-epochs", type=_epochs)
+    t.add_argument("--budget", type=_budget, metavar="TIME",
+                   help="wall-clock time of the whole run, such as 90s, 45m or 2.5h (train.budget): the schedule "
+                        "follows the clock, and the test scores are written inside it; with --resume the time "
+                        "already spent counts; with --seeds each seed gets this budget")
     t.add_argument("--seeds", type=_seeds, help="e.g. 1,2,3,4,5: one run per seed, then mean/std/max")
     t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
@@ -126,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     _device_argument(e)
     e.add_argument("--beam", type=_beam, help="beam size of a beam-search decoder (1 = greedy)")
     _engine_argument(e, "torch")
+    e.add_argument("--max-length", type=_length, help="tag sentences longer than this many tokens in pieces (each "
+                                                      "split is logged; the pieces' tags are scored together)")
 
     c = sub.add_parser("calibrate", help="fit the temperature of a model's confidences on a labeled file "
                                          "(held-out data, e.g. dev) and save it in the model")
@@ -139,8 +177,18 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("predict", help="tag raw text or a CoNLL file")
     r.add_argument("model")
     r.add_argument("file", nargs="?", default="-")
-    r.add_argument("--input-format", choices=["auto", "raw", "conll"], default="auto")
-    r.add_argument("--output-format", choices=["conll", "jsonl"], default="conll")
+    r.add_argument("--input-format", choices=["auto", "text", "conll", "raw"], default="auto",
+                   help="text (or raw): one sentence per line; conll: a column file, the token first, a blank line "
+                        "after each sentence; auto: decided on the evidence of the whole file (of stdin's first "
+                        "lines) and said on stderr (default %(default)s)")
+    r.add_argument("--output-format", choices=["conll", "jsonl", "doccano", "labelstudio", "spacy-jsonl"],
+                   default="conll", help="doccano / labelstudio / spacy-jsonl: each record (or text line) with its "
+                                         "predicted spans as character offsets, ready to import as pre-annotations; "
+                                         "an annotation file in (.jsonl, .json, .spacy) is read as such "
+                                         "(seqlab.annotations)")
+    r.add_argument("--tokenizer", choices=["whitespace", "english", "chars"],
+                   help="how raw text and the text of annotation records is cut into tokens (default: the "
+                        "model's data.tokenizer; chars for bmes models, else whitespace)")
     r.add_argument("--nbest", type=_nbest, help="also output the k best tag sequences (jsonl)")
     r.add_argument("--explain", action="store_true", help="attention weights and fusion gates (jsonl)")
     r.add_argument("--batch-size", type=_batch)
@@ -157,7 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("score", help="conlleval replacement: last two columns are gold and predicted tags")
     s.add_argument("file")
-    s.add_argument("--scheme", default="BIO", help="IOB1, BIO, BIOES or BMES")
+    s.add_argument("--scheme", default="auto", help="IOB1, BIO, BIOES or BMES: a tag of another scheme is an "
+                                                    "error; auto: detected from the tags (default %(default)s)")
 
     i = sub.add_parser("info", help="describe a saved model")
     i.add_argument("model")
@@ -218,17 +267,27 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--format", choices=["onnx", "torchscript"], default="onnx")
     x.add_argument("--out", required=True, help="the file to write (.onnx, or .pt for TorchScript)")
 
+    k = sub.add_parser("convert", help="convert between CoNLL / BMES columns and annotation formats (doccano, "
+                                       "Label Studio, spaCy JSONL, spaCy DocBin)")
+    k.add_argument("input")
+    k.add_argument("output")
+    k.add_argument("--from", dest="src_format", help="conll, bmes, doccano, labelstudio, spacy-jsonl or spacy "
+                                                     "(default: from the extension; any JSON flavour is read)")
+    k.add_argument("--to", dest="dst_format", help="as --from (default: from the extension; .jsonl: doccano, "
+                                                   ".json: labelstudio)")
+    k.add_argument("--tokenizer", choices=["whitespace", "english", "chars"],
+                   help="tokens of annotation text (default whitespace; chars with bmes)")
+    k.add_argument("--scheme", help="tag scheme of column files written (default BIO; BMES for bmes)")
+
+    m = sub.add_parser("models", help="list the named models (in $SEQLAB_MODELS and the repository's models/), "
+                                      "or show one's model card")
+    m.add_argument("name", nargs="?", help="show this model's card")
+    m.add_argument("--json", action="store_true", help="JSON instead of a table")
+
     d = sub.add_parser("demo", help="train, evaluate and use a chunker on the bundled CoNLL-2000 sample")
     d.add_argument("--out", default="runs/demo")
     d.add_argument("--max-epochs", type=_epochs)
     return p
-
-
-def _looks_like_conll(lines: list[str]) -> bool:
-    """Column files have blank lines between sentences and few fields per line."""
-    content = [ln for ln in lines if ln.strip()]
-    return bool(content) and len(content) < len(lines) and max(len(ln.split()) for ln in content) <= 6 and \
-        len({len(ln.split()) for ln in content}) == 1
 
 
 def cmd_train(args) -> None:
@@ -237,6 +296,8 @@ def cmd_train(args) -> None:
     overrides = list(args.set)
     if args.max_epochs:
         overrides.append(f"train.max_epochs={args.max_epochs}")
+    if args.budget:
+        overrides.append(f"train.budget={args.budget}")
     config = load_config(args.config, overrides)
     if args.seeds:
         summary = train_seeds(config, args.out, args.seeds, args.data_root, args.resume, not args.quiet, args.nproc)
@@ -253,8 +314,11 @@ def _headline(scores: dict | None) -> dict | None:
 
 def cmd_evaluate(args) -> None:
     from seqlab.metrics import format_report, format_span_analysis
+    from seqlab.tagger import Tagger
     from seqlab.training import evaluate
-    scores = evaluate(args.model, args.data, args.output, args.batch_size, args.strict, args.device, args.beam,
+    tagger = Tagger.load(args.model, args.device, args.engine)
+    tagger.max_length = args.max_length
+    scores = evaluate(tagger, args.data, args.output, args.batch_size, args.strict, args.device, args.beam,
                       args.engine)
     print(format_report(scores) + format_span_analysis(scores))
 
@@ -264,6 +328,9 @@ def cmd_calibrate(args) -> None:
     from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device)
+    from seqlab.named_models import resolve_model
+    out = Path(args.out) if args.out else resolve_model(args.model)
+    Tagger.check_save_target(out)  # a place it cannot or must not write: one line now, not after the fit
     sentences = read_file(Path(args.data), tagger.config.data)
     if not sentences or any(s.labels is None for s in sentences):
         raise SeqlabError("calibration needs gold labels", path=args.data)
@@ -272,7 +339,6 @@ def cmd_calibrate(args) -> None:
     fit = fit_temperature(tagger, sentences, args.batch_size)
     tagger.set_temperature(fit.temperature)
     after = reliability(tagger, sentences, args.bins, args.batch_size)
-    out = Path(args.out or args.model)
     tagger.save(out)
     print(f"temperature {fit.previous:.4g} -> {fit.temperature:.4g} on {fit.sentences} sentences of {args.data}")
     print(f"negative log-likelihood per sentence: {fit.nll_before:.4f} -> {fit.nll_after:.4f}")
@@ -283,12 +349,24 @@ def cmd_calibrate(args) -> None:
     print(f"saved {out} (the tags are unchanged)")
 
 
+def _guess_input_format(path: Path | None, numbered: Iterator[tuple[int, str]]
+                        ) -> tuple[FormatGuess, Iterator[tuple[int, str]]]:
+    """The format of predict's input on the evidence of every line of the file ``path`` (read once more; the
+    memory stays constant), or of the first lines of stdin (``path`` None); and the numbered lines to tag."""
+    import itertools
+
+    from seqlab.data.formats import HEAD_LINES, guess_format
+    from seqlab.data.readers import numbered_lines
+    if path is not None:
+        return guess_format(text for _, text in numbered_lines(path, "utf-8")), numbered
+    head = list(itertools.islice(numbered, HEAD_LINES))
+    return guess_format(text for _, text in head), itertools.chain(head, numbered)
+
+
 def cmd_predict(args) -> None:
     """Tags a file or stdin of any size in constant memory: sentences are read lazily and tagged and
     written chunk by chunk (``--chunk`` sentences), in input order; with ``--workers N`` the chunks are
     tagged in N processes (:mod:`seqlab.parallel`), the output unchanged."""
-    import itertools
-
     from seqlab.data.readers import numbered_lines, iter_conll, iter_raw
     from seqlab.heap import freeze_loaded
     from seqlab.parallel import PredictOptions, chunked, render_chunk, tag_in_processes
@@ -297,6 +375,22 @@ def cmd_predict(args) -> None:
     if args.beam:
         tagger.set_beam(args.beam)
     freeze_loaded()  # this process tags until it exits
+    # annotation records in or out, or text cut by another tokenizer than whitespace (chars for bmes models):
+    # seqlab.annotations tags them, every token keeping its characters
+    from seqlab.annotations import OUTPUTS, is_annotation_file, predict_annotations
+    from seqlab.tokenization import model_tokenizer
+    plain = "chars" if tagger.config.data.format == "bmes" else "whitespace"
+    if args.output_format in OUTPUTS or (args.input_format == "auto" and is_annotation_file(args.file)) or \
+            (args.tokenizer or model_tokenizer(tagger.config.data)) != plain:
+        if args.workers > 1:
+            raise SeqlabError("--workers: annotation records and tokenized text are tagged in one process")
+        if not predict_annotations(tagger, args.file, args.output_format, args.tokenizer, args.batch_size,
+                                   args.chunk, args.max_length, model_name=args.model,
+                                   input_format="raw" if args.input_format == "text" else args.input_format,
+                                   nbest=args.nbest, explain=args.explain):
+            raise SeqlabError("no records to tag", path=args.file)
+        return
+    path: Path | None = None  # stdin
     if args.file == "-":
         source, numbered = "<stdin>", numbered_lines(sys.stdin.buffer, "utf-8", "<stdin>")
     else:
@@ -304,13 +398,14 @@ def cmd_predict(args) -> None:
         if not path.is_file():
             raise SeqlabError("no such file", path=path)
         source, numbered = str(path), numbered_lines(path, "utf-8")
-    head = list(itertools.islice(numbered, 200))  # enough to tell the format
-    numbered = itertools.chain(head, numbered)
-    fmt = args.input_format
+    fmt, width = ("raw" if args.input_format == "text" else args.input_format), None
     if fmt == "auto":
-        fmt = "conll" if _looks_like_conll([text for _, text in head]) else "raw"
+        guess, numbered = _guess_input_format(path, numbered)
+        fmt, width = guess.format, guess.width
+        log.info("%s: read as %s: %s (--input-format overrides)", source,
+                 "CoNLL columns" if fmt == "conll" else "raw text, one sentence per line", guess.reason)
     chars = tagger.config.data.format == "bmes"
-    sentences = iter_conll(numbered, source) if fmt == "conll" else iter_raw(numbered, source, chars)
+    sentences = iter_conll(numbered, source, width=width) if fmt == "conll" else iter_raw(numbered, source, chars)
     options = PredictOptions(args.output_format, args.batch_size, args.nbest, args.explain, args.max_length)
     if args.workers > 1:
         tagged = tag_in_processes(args.model, chunked(sentences, args.chunk), options, args.workers,
@@ -379,20 +474,43 @@ def cmd_analyze(args) -> None:
 
 def cmd_export(args) -> None:
     from seqlab.export import EXPORTERS
+    from seqlab.io import check_writable
     out = Path(args.out)
     if out.is_dir():
         raise SeqlabError(f"--out names a folder; export writes one {args.format} file", path=out)
     if not out.parent.is_dir():
         raise SeqlabError("the folder of --out does not exist", path=out)
+    check_writable(out)  # before the export's work; the atomic writer also turns a failed write into one line
     print(EXPORTERS[args.format](args.model, out))
 
 
 def cmd_serve(args) -> None:
+    from seqlab.named_models import resolve_model
     from seqlab.serve import Limits, run_server
     from seqlab.supervisor import Watchdog
-    run_server(args.model, args.host, args.port, args.max_batch, args.max_wait_ms, args.workers, args.engine,
+    model = str(resolve_model(args.model))  # a name -> its folder: the workers get the path
+    run_server(model, args.host, args.port, args.max_batch, args.max_wait_ms, args.workers, args.engine,
                args.threads, args.access_log, Limits(args.max_sentences, args.max_chars, args.max_body_bytes),
                Watchdog(args.worker_timeout, args.worker_start_timeout), args.device)
+
+
+def cmd_convert(args) -> None:
+    from seqlab.annotations import convert
+    n = convert(args.input, args.output, args.src_format, args.dst_format, args.tokenizer, args.scheme)
+    print(f"wrote {n} sentences to {args.output}", file=sys.stderr)
+
+
+def cmd_models(args) -> None:
+    from seqlab.named_models import as_json, available, listing, resolve_model
+    if args.name:
+        folder = resolve_model(args.name)
+        if not folder.is_dir():
+            raise SeqlabError("no such model folder", path=folder)
+        card = folder / "card.md"
+        print(card.read_text(encoding="utf-8") if card.is_file() else f"{folder}: no card.md\n", end="")
+        return
+    models = available()
+    print(json.dumps(as_json(models), indent=2, ensure_ascii=False) if args.json else listing(models), end="")
 
 
 def cmd_demo(args) -> None:
@@ -420,7 +538,7 @@ def cmd_demo(args) -> None:
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "calibrate": cmd_calibrate, "predict": cmd_predict,
             "score": cmd_score,
             "info": cmd_info, "analyze": cmd_analyze, "attention": cmd_attention, "serve": cmd_serve,
-            "export": cmd_export, "demo": cmd_demo}
+            "export": cmd_export, "demo": cmd_demo, "convert": cmd_convert, "models": cmd_models}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from seqlab.budget import parse_duration
 from seqlab.data.batching import TOKENS
 from seqlab.decoders import DECODERS, CRFDecoderConfig
 from seqlab.embedder import RESERVED
@@ -21,13 +22,19 @@ from seqlab.encoders import ENCODERS, BiLSTMConfig
 from seqlab.errors import SeqlabError
 from seqlab.features import FEATURES, CasingConfig, CharsConfig, WordsConfig
 from seqlab.registry import ConfigCheckError, LayerConfig, check_error
+from seqlab.yamlload import load_yaml
 
 FEATURE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 RESERVED_FEATURE_NAMES = RESERVED | {TOKENS}  # Embedder attributes, and train.batch_length's default
 
 
 class DataConfig(LayerConfig):
-    format: Literal["conll", "bmes"] = Field("conll", description="column file; bmes = one char per line")
+    format: Literal["conll", "bmes", "jsonl"] = Field(
+        "conll", description="column file; bmes = one char per line; jsonl = text with character-offset spans "
+                             "(doccano, Label Studio, spaCy JSONL; a .spacy file is a DocBin): seqlab.annotations")
+    tokenizer: Literal["whitespace", "english", "chars"] | None = Field(
+        None, description="how raw text is cut into tokens (jsonl data, and text the model tags; seqlab.tokenization); "
+                          "None: chars for bmes data, whitespace for the rest")
     train: str = Field(..., description="training file, relative to the data root")
     dev: str | None = Field(None, description="dev file; None holds out dev_from_train sentences")
     test: str | None = Field(None, description="test file, scored after training with the best checkpoint")
@@ -111,21 +118,33 @@ class ModelConfig(LayerConfig):
 
 
 class TrainConfig(LayerConfig):
-    optimizer: Literal["sgd", "adam", "nadam"] = Field("sgd", description="SGD with momentum, as the papers")
+    optimizer: Literal["sgd", "adam", "adamw", "nadam"] = Field(
+        "sgd", description="SGD with momentum, as the papers; adamw: Adam with decoupled weight_decay")
     lr: float = Field(0.015, gt=0, le=100, description="PSA paper: 0.015 for NER and chunking")
     momentum: float = Field(0.9, ge=0, lt=1, description="PSA paper")
     lr_decay: float = Field(0.05, ge=0, le=100, description="inverse_time: rho in lr_t = lr_0 / (1 + rho * t)")
-    lr_schedule: Literal["inverse_time", "step_halving"] = Field(
+    lr_schedule: Literal["inverse_time", "step_halving", "linear", "cosine"] = Field(
         "inverse_time", description="inverse_time: lr_0 / (1 + lr_decay * epochs done), set once per epoch (the "
                                     "PSA paper); step_halving: lr_0 for lr_hold_steps optimiser steps, then halved "
-                                    "every lr_half_life_steps, never below lr_min, set every step (GCDT's code)")
+                                    "every lr_half_life_steps, never below lr_min, set every step (GCDT's code); "
+                                    "linear / cosine: from lr_0 down to lr_min at the run's end (of the budget, or "
+                                    "of max_epochs), set every step")
     lr_hold_steps: int = Field(1000, ge=0, le=1_000_000_000, description="step_halving: steps at lr_0 first")
     lr_half_life_steps: int = Field(3000, gt=0, le=1_000_000_000,
                                     description="step_halving: steps over which the rate halves")
-    lr_min: float = Field(0.0, ge=0, le=100, description="step_halving: the rate's floor (GCDT's code: 5e-6)")
+    lr_min: float = Field(0.0, ge=0, le=100, description="step_halving: the rate's floor (GCDT's code: 5e-6); "
+                                                         "linear / cosine: the rate at the run's end")
     adam_eps: float = Field(1e-8, gt=0, le=1, description="adam / nadam epsilon (PyTorch's 1e-8; GCDT's code: 1e-6)")
     warmup_epochs: float = Field(0.0, ge=0, le=10_000, description="linear warm-up of the learning rate over "
                                                                   "this many epochs, step by step (FLAT: 10)")
+    warmup_fraction: float = Field(0.0, ge=0, le=0.5, description="linear warm-up over this share of the run (of "
+                                                                  "the budget, or of max_epochs), step by step")
+    budget: str | None = Field(None, description="wall-clock time of the whole run, such as 90s, 45m or 2.5h: the "
+                                                 "schedule's progress is the clock's, dev is scored budget_evals "
+                                                 "times, patience is not applied, and training stops in time for "
+                                                 "the test scoring to end inside it; max_epochs still bounds it")
+    budget_evals: int = Field(20, ge=1, le=10_000, description="dev scorings over a budgeted run (fewer where one "
+                                                               "would take over a tenth of the time between two)")
     max_length: int | None = Field(None, gt=0, le=10_000_000, description="training sentences longer than this "
                                    "many tokens are split into pieces (at punctuation and chunk boundaries)")
     weight_decay: float = Field(0.0, ge=0, le=10, description="off, as the papers")
@@ -152,11 +171,30 @@ class TrainConfig(LayerConfig):
                            "(slower there; an operation without one is an error). On CPU training is "
                            "deterministic either way")
 
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        parse_duration(value)  # ValueError names what a duration looks like
+        return str(value)
+
+    @property
+    def budget_seconds(self) -> float | None:
+        return None if self.budget is None else parse_duration(self.budget)
+
+    @property
+    def per_step_rate(self) -> bool:
+        """Whether the learning rate is set at every step (else once per epoch)."""
+        return self.lr_schedule != "inverse_time" or bool(self.warmup_fraction)
+
     @model_validator(mode="after")
     def _schedule_keys(self) -> "TrainConfig":
-        """A rate key of the other schedule, given a value of its own, would be silently ignored: refused."""
+        """A rate key of another schedule, given a value of its own, would be silently ignored: refused."""
         unused = {"inverse_time": ("lr_hold_steps", "lr_half_life_steps", "lr_min"),
-                  "step_halving": ("lr_decay",)}[self.lr_schedule]
+                  "step_halving": ("lr_decay",),
+                  "linear": ("lr_decay", "lr_hold_steps", "lr_half_life_steps"),
+                  "cosine": ("lr_decay", "lr_hold_steps", "lr_half_life_steps")}[self.lr_schedule]
         for key in unused:
             if getattr(self, key) != type(self).model_fields[key].default:
                 raise check_error(ConfigCheckError(key, f"is not used by lr_schedule '{self.lr_schedule}'"))
@@ -220,7 +258,7 @@ def parse_overrides(pairs: list[str]) -> list[tuple[str, Any]]:
             raise SeqlabError(f"--set expects key=value, got '{pair}'")
         key, value = pair.split("=", 1)
         try:
-            parsed = yaml.safe_load(value)
+            parsed = load_yaml(value)
         except yaml.YAMLError:
             raise SeqlabError(f"--set {key.strip()}: the value is not valid YAML: '{value}'") from None
         out.append((key.strip(), parsed))
@@ -235,12 +273,31 @@ def config_from_dict(raw: dict, source: str = "<dict>") -> ExperimentConfig:
 
 
 def load_config(path: str | os.PathLike, overrides: list[str] | None = None) -> ExperimentConfig:
-    """Read and validate a YAML config; ``overrides`` are ``key=value`` strings with dotted keys."""
-    path = Path(path)
+    """Read and validate a YAML config; ``overrides`` are ``key=value`` strings with dotted keys.
+
+    A config may start from another: ``extends: base.yaml`` (relative to the file) takes that file's settings and
+    replaces, section by section, those this file gives (mappings merge key by key; lists and values replace). The
+    papers' own recipes are such files under ``configs/paper/``."""
+    raw = _read_config(Path(path), [])
+    for key, value in parse_overrides(overrides or []):
+        try:
+            _set_dotted(raw, key, value)
+        except (ValueError, IndexError, TypeError, AttributeError):
+            raise SeqlabError(f"--set: cannot set config key '{key}'") from None
+    return config_from_dict(raw, str(path))
+
+
+#: How many files a chain of ``extends`` may hold.
+MAX_EXTENDS = 8
+
+
+def _read_config(path: Path, chain: list[Path]) -> dict:
+    """One config file as a mapping, with what it extends merged under it."""
     if not path.is_file():
-        raise SeqlabError("no such config file", path=path)
+        raise SeqlabError("no such config file" if not chain else f"no such config file (extended by {chain[-1]})",
+                          path=path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise SeqlabError("config is not UTF-8 text", path=path) from None
     except yaml.YAMLError as err:
@@ -249,12 +306,26 @@ def load_config(path: str | os.PathLike, overrides: list[str] | None = None) -> 
                           line=None if line is None else line + 1) from None
     if not isinstance(raw, dict):
         raise SeqlabError("a config file must be a YAML mapping", path=path)
-    for key, value in parse_overrides(overrides or []):
-        try:
-            _set_dotted(raw, key, value)
-        except (ValueError, IndexError, TypeError, AttributeError):
-            raise SeqlabError(f"--set: cannot set config key '{key}'") from None
-    return config_from_dict(raw, str(path))
+    base = raw.pop("extends", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str) or not base:
+        raise SeqlabError("config key 'extends': expected the path of another config file", path=path)
+    chain = [*chain, path.resolve()]
+    parent = (path.parent / base).resolve()
+    if parent in chain:
+        raise SeqlabError(f"config key 'extends': {base} extends this file again (a loop)", path=path)
+    if len(chain) >= MAX_EXTENDS:
+        raise SeqlabError(f"config key 'extends': more than {MAX_EXTENDS} files in the chain", path=path)
+    return _merged(_read_config(parent, chain), raw)
+
+
+def _merged(base: dict, over: dict) -> dict:
+    """``over`` on top of ``base``: mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def resolve_data_path(relative: str, data_root: str | os.PathLike | None) -> Path:

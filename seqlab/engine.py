@@ -132,6 +132,12 @@ class OnnxEncoding:
             raise SeqlabError(f"--engine onnxruntime: this model does not export to ONNX: {first}") from None
         self.graph = buf.getvalue()
         self._sessions: dict[bool, object] = {}
+        # word tables whose rows past the trained ones (words the vectors know, seqlab.features.words) the graph
+        # has not: a batch with such ids runs eagerly
+        from seqlab.features.words import WordEmbedding
+        self._net = tagger.net
+        self._tables = {name: m.embed.weight.shape[0] for name, m in tagger.net.embedder.named_children()
+                        if isinstance(m, WordEmbedding)}
         self._check(tagger)
         self.params = [*tagger.net.embedder.parameters(), *tagger.net.encoders.parameters()]  # the graph's
         self.weights = weights_key(self.params)  # what was exported; see :meth:`current`
@@ -184,6 +190,9 @@ class OnnxEncoding:
         tensors): the arguments of ``TaggerNet.head``."""
         if ablate:
             raise SeqlabError("--ablate analyses the eager network: use --engine torch")
+        if any(int(batch.features[name]["ids"].max()) >= rows for name, rows in self._tables.items()):
+            x, ctx = self._net._encode(batch)  # words added from the vectors after training: eagerly
+            return x, batch.mask, ctx
         session = self._session(len(batch.index) <= SMALL_BATCH)
         feed = {"mask": batch.mask.numpy(), "lengths": batch.lengths.numpy()}
         wanted = {i.name for i in session.get_inputs()}  # an ONNX graph keeps only the inputs it uses

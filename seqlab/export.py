@@ -166,6 +166,9 @@ class ExportedTagger:
 
     def __init__(self, model: str | Path):
         self.tagger = Tagger.load(model)
+        for f in self.tagger.featurizers.values():  # the exported graph has the trained word table only
+            if getattr(f, "open_vocabulary", False):
+                f.open_vocabulary = False
 
     def _emissions(self, feed: dict[str, Tensor]) -> list:
         """The exported network's outputs, as NumPy arrays: emissions [, transitions, start, end]."""

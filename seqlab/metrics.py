@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seqlab.data.readers import PathLike, read_column_blocks
-from seqlab.data.schemes import get_spans, normalize_scheme, split_tag
+from seqlab.data.schemes import check_scheme, detect_scheme, get_spans, normalize_scheme
 from seqlab.errors import SeqlabError
 
 
@@ -149,25 +149,23 @@ def format_span_analysis(scores: Scores) -> str:
     return f"span-only FB1: {scores.untyped_f1:6.2f}; type accuracy: {scores.type_accuracy:6.2f}%\n"
 
 
-def score_file(path: PathLike, scheme: str = "BIO", encoding: str = "utf-8") -> Scores:
-    """Score a conlleval-format file: the last two columns of each line are gold and predicted tags."""
-    scheme = normalize_scheme(scheme)
+def score_file(path: PathLike, scheme: str = "auto", encoding: str = "utf-8") -> Scores:
+    """Score a conlleval-format file: the last two columns of each line are gold and predicted tags.
+
+    ``scheme`` is the file's tag scheme, or "auto" to detect it from both columns; a tag outside it is an error
+    naming its line (:func:`seqlab.data.schemes.check_scheme`)."""
+    declared = str(scheme).strip().lower() != "auto"
+    if declared:
+        scheme = normalize_scheme(scheme)
     blocks = read_column_blocks(path, encoding)
     first_line, first_fields = blocks[0][0]
     if len(first_fields) < 2:
         raise SeqlabError("expected at least 2 columns (gold and predicted tag)", path=path, line=first_line)
-    for block in blocks:
-        _check_tags(block, path)
     gold = [[fields[-2] for _, fields in block] for block in blocks]
     pred = [[fields[-1] for _, fields in block] for block in blocks]
+    if not declared:
+        scheme = detect_scheme(gold + pred)
+    starts = [block[0][0] for block in blocks]
+    located = [pair for pairs in zip(zip(starts, gold), zip(starts, pred)) for pair in pairs]  # in line order
+    check_scheme(located, scheme, path, "--scheme" if declared else None, "the detected scheme")
     return span_f1(gold, pred, scheme)
-
-
-def _check_tags(block: list[tuple[int, list[str]]], path: PathLike) -> None:
-    """Raise on a gold or predicted tag without a chunk prefix, naming its line."""
-    for number, fields in block:
-        for tag in fields[-2:]:
-            if split_tag(tag) is None:
-                raise SeqlabError(
-                    f"tag '{tag}' is not a chunk tag (expected O or a B-, I-, M-, E-, S- prefix)", path=path, line=number
-                )

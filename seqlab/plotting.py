@@ -21,14 +21,19 @@ def _save(fig, path: str | Path) -> None:
 
 
 def plot_curves(history: list[dict], path: str | Path, metric: str) -> None:
-    """Training loss and dev metric per epoch, side by side."""
+    """Training loss per epoch, and the dev metric against epochs and against wall-clock minutes (records
+    without a clock reading, from runs before it was logged, are left out of that panel)."""
     epochs = [h["epoch"] for h in history]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    dev = [h["dev"][metric] for h in history]
+    timed = [(h["elapsed"] / 60.0, h["dev"][metric]) for h in history if "elapsed" in h]
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13, 3.5))
     ax1.plot(epochs, [h["loss"] for h in history], marker="o", ms=3)
     ax1.set(xlabel="epoch", ylabel="training loss per sentence", title="loss")
-    ax2.plot(epochs, [h["dev"][metric] for h in history], marker="o", ms=3, color="tab:green")
-    ax2.set(xlabel="epoch", ylabel=f"dev {metric}", title=f"dev {metric}")
-    for ax in (ax1, ax2):
+    ax2.plot(epochs, dev, marker="o", ms=3, color="tab:green")
+    ax2.set(xlabel="epoch", ylabel=f"dev {metric}", title=f"dev {metric} by epoch")
+    ax3.plot([m for m, _ in timed], [v for _, v in timed], marker="o", ms=3, color="tab:purple")
+    ax3.set(xlabel="wall-clock minutes", ylabel=f"dev {metric}", title=f"dev {metric} by time")
+    for ax in (ax1, ax2, ax3):
         ax.grid(alpha=0.3)
     _save(fig, path)
 

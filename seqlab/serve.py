@@ -24,6 +24,7 @@ loop sends no heartbeat for ``--worker-timeout`` seconds, or that has not starte
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import logging
@@ -37,11 +38,12 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seqlab.batcher import MicroBatcher
+from seqlab.cost import OverBudget
 from seqlab.devices import resolve_device
 from seqlab.engine import refuse_off_cpu
 from seqlab.errors import SeqlabError
 from seqlab.heap import freeze_loaded
-from seqlab.supervisor import Watchdog
+from seqlab.supervisor import Watchdog, bound_socket
 from seqlab.tagger import Tagger
 
 
@@ -91,7 +93,17 @@ def _clean(text: str) -> str:
 class BodyLimit:
     """Pure ASGI middleware: a body over ``limit`` bytes, declared or streamed (chunked), gets HTTP 413 before
     the endpoint parses it. Starlette's ``@app.middleware("http")`` would also do, but it runs every response
-    through an extra task and memory stream; this reads the body once and replays it to the app."""
+    through an extra task and memory stream; this reads the body once and replays it to the app.
+
+    A declared body over the limit is answered at once, before a byte of it is read, and the rest of the body
+    is then read and dropped (at most :attr:`DRAIN_BYTES`, for at most :attr:`DRAIN_S` seconds) before the
+    response ends: most clients send the whole body before they read the answer, and a server that closes the
+    connection (``Connection: close``, HTTP/1.0) with bytes of it unread makes the kernel reset the connection,
+    so that the client gets a reset instead of the 413, whatever the size. A client that waits for
+    ``100 Continue`` sends no body and is not drained."""
+
+    DRAIN_BYTES: ClassVar[int] = 1 << 30
+    DRAIN_S: ClassVar[float] = 60.0
 
     def __init__(self, app, limit: int):
         self.app, self.limit = app, limit
@@ -99,9 +111,11 @@ class BodyLimit:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            return await self._refuse(send)
+            drain = headers.get(b"expect", b"").lower() != b"100-continue"
+            return await self._refuse(receive, send, drain)
         if scope["method"] != "POST":
             return await self.app(scope, receive, send)
         chunks, size = [], 0
@@ -111,7 +125,7 @@ class BodyLimit:
                 return  # the client went away before its body was read
             size += len(message.get("body", b""))
             if size > self.limit:
-                return await self._refuse(send)
+                return await self._refuse(receive, send, drain=message.get("more_body", False))
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
@@ -126,11 +140,30 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send) -> None:
+    async def _refuse(self, receive, send, drain: bool) -> None:
+        """Send the 413 and its JSON error, then (``drain``) read and drop the rest of the body before ending the
+        response, so that the connection closes cleanly once the client has sent it."""
         body = json.dumps({"error": f"request body over {self.limit} bytes"}).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": body, "more_body": drain})
+        if drain:
+            await self._drain(receive)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _drain(self, receive) -> None:
+        """Read the request's body to its end and drop it: at most :attr:`DRAIN_BYTES` bytes, for at most
+        :attr:`DRAIN_S` seconds (past either, the connection is closed with the rest unread)."""
+        loop = asyncio.get_running_loop()
+        deadline, drained = loop.time() + self.DRAIN_S, 0
+        while drained <= self.DRAIN_BYTES:
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                return
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return
+            drained += len(message.get("body", b""))
 
 
 class PredictRequest(BaseModel):
@@ -149,6 +182,13 @@ class PredictRequest(BaseModel):
                 if not isinstance(item, str) and not text.strip():
                     raise ValueError("a token must be a non-empty string without only spaces")
         return sentences
+
+
+def _over_budget(err: OverBudget) -> str:
+    """The 413 message of a request over the memory budget: which sentence, what it needs, what fits."""
+    if err.index is None:
+        return f"{err.reason}: send fewer or shorter sentences"
+    return f"sentence {err.index + 1}: {err.reason}; send it in pieces of at most {err.fits} tokens"
 
 
 def _torch_threads() -> int:
@@ -217,6 +257,8 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
                                 status_code=413)
         try:
             preds = await batcher.submit(req.sentences, (req.nbest, req.explain, req.confidence))
+        except OverBudget as err:  # over the tagger's memory budget (seqlab.cost), refused before it allocates
+            return JSONResponse({"error": _over_budget(err)}, status_code=413)
         except SeqlabError as err:
             raise HTTPException(status_code=422, detail=str(err)) from None
         return {"predictions": preds}
@@ -280,7 +322,12 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     thread answered 99.5 requests/s against 49.7 on two (BENCHMARKS.md).
 
     ``device``: where the network runs (cpu, cuda or auto), in every worker. On a GPU the engine is PyTorch's
-    (``auto`` falls back to it; ``onnxruntime`` is refused)."""
+    (``auto`` falls back to it; ``onnxruntime`` is refused).
+
+    Every start-up failure is a SeqlabError (one ``error:`` line, exit status 2), with or without ``workers``: the
+    port and host are checked by binding a socket before the model loads (with one process that socket is the
+    one uvicorn serves, so nothing can take the port in between), and a server that fails to start is not left
+    to end the process with uvicorn's own status."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - optional dependency
@@ -293,8 +340,22 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
                      watchdog)
         return
     torch.set_num_threads(threads)
+    sock = bound_socket(host, port, reuse_port=False)  # a port in use or a bad host: one line, before the model
+    try:
+        app = create_app(Tagger.load(model, on, engine), limits, max_batch=max_batch, max_wait_ms=max_wait_ms)
+        freeze_loaded()  # this process serves until it exits
+        _serve_on(uvicorn, sock, app, host, port, access_log)
+    finally:
+        sock.close()
+
+
+def _serve_on(uvicorn, sock, app, host: str, port: int, access_log: bool) -> None:
+    """Run uvicorn's server for ``app`` on the bound socket ``sock`` until a stop signal; one that fails to start
+    (the app's start-up) is a SeqlabError, not uvicorn's exit status 3."""
     import contextlib
     import signal
+
+    from uvicorn.config import STARTUP_FAILURE
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager
@@ -306,9 +367,20 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
-    app = create_app(Tagger.load(model, on, engine), limits, max_batch=max_batch, max_wait_ms=max_wait_ms)
-    freeze_loaded()  # this process serves until it exits
-    Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log)).run()
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started:  # uvicorn says where it runs only when it binds the socket itself
+                logging.getLogger("uvicorn.error").info(
+                    "Uvicorn running on http://%s:%d (Press CTRL+C to quit)",
+                    f"[{host}]" if ":" in host else host, port)
+
+    server = Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log))
+    try:
+        server.run(sockets=[sock])
+    except SystemExit as exit_:
+        if exit_.code != STARTUP_FAILURE:
+            raise
+        raise SeqlabError("serve: the server failed to start (its error is logged above)") from None
 
 
 def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
@@ -326,6 +398,8 @@ def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: 
     # the model is checked on the CPU, so that this supervising process holds no GPU memory
     if engine == "onnxruntime":
         refuse_off_cpu(device)
+    from seqlab.supervisor import REUSE_PORT
+    bound_socket(host, port, REUSE_PORT).close()  # a port in use or a bad host: one line before the model loads
     Tagger.load(model, "cpu", "torch" if engine == "auto" or device.type != "cpu" else engine)
     os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch), ENV_ENGINE: engine,
                        ENV_DEVICE: str(device),

@@ -22,10 +22,11 @@ import torch
 from seqlab import __version__
 from seqlab.config import ExperimentConfig
 from seqlab.context import Context
+from seqlab.cost import MEMORY_BUDGET, Budget, Cost, OverBudget, network_cost, padded, parameter_shapes
 from seqlab.crf import TagPath
 from seqlab.data.batching import Batch, Encoded, collate, collate_sentences, size_groups
 from seqlab.data.corpus import check_labels
-from seqlab.data.readers import read_raw
+from seqlab.tokenization import model_tokenizer, text_sentence
 from seqlab.data.schemes import IndexConverter, convert, get_spans
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_sentence
@@ -35,10 +36,11 @@ from seqlab.decoders.base import NoExactConfidence, ProbabilisticDecoderConfig, 
 from seqlab.devices import SMALL_BATCH, resolve_device, run_concurrently, threads_for
 from seqlab.errors import SeqlabError
 from seqlab.features.base import MEMO_TOKENS, Featurizer
-from seqlab.io import atomic_write_bytes, atomic_write_dir
+from seqlab.io import atomic_write_bytes, atomic_write_dir, check_folder_kind, check_writable, recover_dir
 from seqlab.metrics import Scores, span_f1, token_scores
 from seqlab.model import TaggerNet
-from seqlab.modelfile import FORMAT_VERSION, parse_model_files, read_model_files
+from seqlab.modelfile import FORMAT_VERSION, NAMES, parse_model_files, read_model_files, read_weights
+from seqlab.named_models import resolve_model
 
 log = logging.getLogger("seqlab")
 
@@ -147,6 +149,12 @@ class Tagger:
         self.pad_overhead: int | None = PAD_OVERHEAD
         # the distinct tokens tagged so far, numbered: a batch's featurizers look its tokens up once between them
         self.token_types = TokenTypes(MEMO_TOKENS)
+        # bytes one call's tensors may take (seqlab.cost): a sentence over it is refused, a batch over it runs in parts
+        self.memory_budget = MEMORY_BUDGET
+        # sentences longer than this many tokens are tagged in pieces where a call gives no max_length (predict's
+        # and evaluate's --max-length); None: whole
+        self.max_length: int | None = None
+        self._costs: dict[tuple, Cost] = {}
 
     # ----- tag schemes -------------------------------------------------------------------------
     @property
@@ -194,15 +202,15 @@ class Tagger:
 
     # ----- inference ---------------------------------------------------------------------------
     def _as_sentences(self, inputs) -> list[Sentence]:
-        chars = self.config.data.format == "bmes"
+        tokenizer = model_tokenizer(self.config.data)  # whitespace, chars for bmes, or data.tokenizer
         if isinstance(inputs, (str, Sentence)):
             inputs = [inputs]
         out = []
         for item in inputs:
             if isinstance(item, Sentence):
                 out.append(item)
-            elif isinstance(item, str):
-                out.extend(read_raw([item], chars=chars) or [Sentence([])])
+            elif isinstance(item, str):  # tokens keep their characters (extra["offsets"]) for the spans' text
+                out.append(text_sentence(item, tokenizer))
             else:
                 out.append(Sentence(list(item)))
         return out
@@ -223,6 +231,10 @@ class Tagger:
             log.info("the weights changed since the network was exported to onnxruntime: exporting it again")
             self.set_engine(self.engine_name)
         engine = self.engine
+        budget = self.budget(nbest, explain)
+        tokens = [len(sentences[i].tokens) for i in nonempty]
+        lengths = self._lengths(sentences, nonempty, budget)  # positions of each batch row: tokens, or a lattice's
+        groups = [part for group in groups for part in budget.parts(group, tokens, lengths)]
 
         def tag(group: list[int]) -> None:  # writes the rows of this group's sentences only
             positions = [nonempty[i] for i in group]
@@ -240,10 +252,11 @@ class Tagger:
             for part in parts:
                 self._tag_batch(part, [rows[k] for k in positions], nbest, explain, ablate, confidence)
 
-        # batches that run eagerly on more than one thread go several at a time (one thread each)
+        # batches that run eagerly on more than one thread go several at a time (one thread each), within the budget
         together: list[list[int]] = []
         for group in groups:
-            if len(group) > SMALL_BATCH and (engine is None or not engine.takes(len(group), ablate)):
+            if len(group) > SMALL_BATCH and (engine is None or not engine.takes(len(group), ablate)) \
+                    and budget.side_by_side(len(group), padded(group, tokens, lengths)):
                 together.append(group)
             else:
                 tag(group)
@@ -256,6 +269,45 @@ class Tagger:
             for r in rows:
                 r.confidence_kind = r.confidence_kind or kind
         return rows
+
+    def cost(self, nbest: int = 0, explain: bool = False) -> Cost:
+        """What tagging costs in memory per position and per pair of positions (:mod:`seqlab.cost`) on this
+        network and engine, with ``nbest`` paths and explanations or not."""
+        engine = self.engine
+        whole = 2 * engine.pairwise_dim if engine is not None and engine.max_rows is None else 0  # R and its sum
+        key = (nbest, explain, whole)
+        if key not in self._costs:
+            chars = {name: f.config.max_len for name, f in self.featurizers.items()
+                     if isinstance(getattr(f.config, "max_len", None), int)}  # characters per token
+            self._costs[key] = network_cost(self.net, chars, len(self.tags), nbest, explain, whole)
+        return self._costs[key]
+
+    def budget(self, nbest: int = 0, explain: bool = False) -> Budget:
+        """The memory budget of a call (:attr:`memory_budget`), shared by the batches that run side by side."""
+        threads = torch.get_num_threads() if self.device.type == "cpu" else 1
+        return Budget(self.cost(nbest, explain), self.memory_budget, threads)
+
+    def _lengths(self, sentences: Sequence[Sentence], nonempty: list[int], budget: Budget) -> list[int]:
+        """Per sentence of ``nonempty``: the positions its batch row has (its tokens, or a lattice's tokens and
+        words), each within ``budget`` (else :class:`OverBudget` naming the sentence): first by its tokens alone,
+        before any is encoded, then by what a featurizer reports (a lattice; its words are matched once more
+        when the batch is encoded); and what they keep for the caller, together."""
+        sized = [f for f in self.featurizers.values() if type(f).size is not Featurizer.size]
+        for i in nonempty:
+            s, n = sentences[i], len(sentences[i].tokens)
+            if budget.over(n):  # the piece to suggest has the lattice of the sentence's start, if any
+                head = Sentence(s.tokens[: budget.cost.fits(budget.limit)])
+                ratio = max([1.0, *((f.size(f.encode(head)) or 0) / len(head.tokens) for f in sized)])
+                budget.check(i, s.source, s.line, n, n, ratio)
+        lengths = []
+        for i in nonempty:
+            s, n = sentences[i], len(sentences[i].tokens)
+            length = max([n, *(f.size(f.encode(s)) or 0 for f in sized)])
+            if length > n:
+                budget.check(i, s.source, s.line, n, length)
+            lengths.append(length)
+        budget.check_kept(lengths)
+        return lengths
 
     def _tag_batch(self, batch: Batch, targets: list[_Row], nbest: int, explain: bool, ablate: Collection[str],
                    confidence: bool) -> None:
@@ -302,16 +354,23 @@ class Tagger:
     def _run_capped(self, sentences: Sequence[Sentence], max_length: int | None, batch_size: int | None = None,
                     nbest: int = 0, explain: bool = False, ablate: Collection[str] = (),
                     confidence: bool = False) -> list[_Row]:
-        """:meth:`_run` on whole sentences, or on pieces of at most ``max_length`` tokens whose tags are
-        joined back (a split sentence's row has ``split_at`` set, and no n-best list or explanation:
-        those do not join)."""
+        """:meth:`_run` on whole sentences, or on pieces of at most ``max_length`` tokens (by default
+        :attr:`max_length`) whose tags are joined back (a split sentence's row has ``split_at`` set, and no n-best
+        list or explanation: those do not join)."""
+        if max_length is None:
+            max_length = self.max_length
         if max_length is None:
             return self._run(sentences, batch_size, nbest, explain, ablate, confidence)
         if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
             raise SeqlabError(f"--max-length: expected a positive integer, got {max_length!r}")
         cuts = [cut_points(s.tokens, max_length) for s in sentences]
         pieces = [p for s, c in zip(sentences, cuts) for p in (split_sentence(s, c) if c else [s])]
-        piece_rows = iter(self._run(pieces, batch_size, nbest, explain, ablate, confidence))
+        try:
+            piece_rows = iter(self._run(pieces, batch_size, nbest, explain, ablate, confidence))
+        except OverBudget as err:  # name the sentence of the call, not the piece
+            if err.index is not None:
+                err.index = [k for k, c in enumerate(cuts) for _ in range(len(c) + 1)][err.index]
+            raise
         rows = []
         for s, c in zip(sentences, cuts):
             if not c:
@@ -342,7 +401,8 @@ class Tagger:
 
     def predict(self, inputs, batch_size: int | None = None, nbest: int | None = None,
                 explain: bool = False, max_length: int | None = None, confidence: bool = False) -> list[Prediction]:
-        """Tag raw strings (whitespace-tokenized; one char per token for character models), token lists or
+        """Tag raw strings (cut by the model's tokenizer, :func:`seqlab.tokenization.model_tokenizer`: whitespace,
+        one char per token for character models; a span's text is its characters in the string), token lists or
         :class:`Sentence` objects. Returns one :class:`Prediction` per input with tags and spans, and the
         n best tag sequences, the attention layers' explanations and the probabilities of the predicted spans and
         tags (``confidence``) when asked for. With ``max_length``, longer sentences are tagged in pieces and say
@@ -353,8 +413,10 @@ class Tagger:
         preds = []
         for s, r in zip(sentences, rows):
             tags = self._labels(r)
+            at, text = s.extra.get("offsets"), s.extra.get("text")  # raw text: a span is its characters
             spans = [] if self.scheme == "none" else [
-                Span(typ, a, b, joiner.join(s.tokens[a:b]), None if r.span_conf is None else r.span_conf.get((a, b)))
+                Span(typ, a, b, text[at[a][0]:at[b - 1][1]] if at else joiner.join(s.tokens[a:b]),
+                     None if r.span_conf is None else r.span_conf.get((a, b)))
                 for typ, a, b in get_spans(tags, self.scheme)]
             paths = None if r.nbest is None else [ScoredTags(self.to_labels(p.tags), p.score) for p in r.nbest]
             preds.append(Prediction(s.tokens, tags, spans, paths, r.explanation, r.split_at, r.token_conf,
@@ -429,10 +491,26 @@ class Tagger:
                 "vocab.json": json.dumps(vocab, ensure_ascii=False).encode(),
                 "model.safetensors": st_save(state)}
 
-    def save(self, path: str | Path) -> None:
-        """Write a model folder (or a ``.zip`` archive) atomically."""
-        files = self._files()
+    @staticmethod
+    def check_save_target(path: str | Path) -> None:
+        """Refuse, before any work, a place :meth:`save` must not write: a file or a folder of another kind than
+        the model it would replace (a folder without the model files, a file that is not a model archive), or
+        one that cannot be written. One-line SeqlabErrors naming ``path``."""
         path = Path(path)
+        if path.suffix == ".zip":
+            check_writable(path)
+            if path.exists() and not _is_model_archive(path):
+                raise SeqlabError("is a file but not a seqlab model archive: refusing to replace it", path=path)
+        else:
+            check_folder_kind(path, NAMES)
+            check_writable(path, folder=True)
+
+    def save(self, path: str | Path) -> None:
+        """Write a model folder (or a ``.zip`` archive) atomically; what is at ``path`` is replaced only if it is
+        a model too (:meth:`check_save_target`)."""
+        path = Path(path)
+        self.check_save_target(path)
+        files = self._files()
         if path.suffix == ".zip":
             buf = io.BytesIO()
             with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -444,23 +522,33 @@ class Tagger:
         def fill(tmp: Path) -> None:
             for name, data in files.items():
                 (tmp / name).write_bytes(data)
-        atomic_write_dir(path, fill)
+        atomic_write_dir(path, fill, NAMES)
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu", engine: str = "torch") -> "Tagger":
-        """Load a model folder or ``.zip`` archive onto ``device`` (cpu, cuda or auto), its encoding run by
-        ``engine`` (see :meth:`set_engine`). Everything read is validated; only JSON and safetensors are
-        read: nothing is unpickled."""
-        path = Path(path)
-        m = parse_model_files(read_model_files(path), path)
+        """Load a model folder or ``.zip`` archive, or a named model (``"en-ner"``: :mod:`seqlab.named_models`),
+        onto ``device`` (cpu, cuda or auto), its encoding run by ``engine`` (see :meth:`set_engine`). Everything
+        read is validated; only JSON and safetensors are read: nothing is unpickled. A folder left mid-swap by a killed writer (``calibrate``, ``train``) is put back
+        first (:func:`seqlab.io.recover_dir`)."""
+        path = resolve_model(path)  # a model name -> its folder (seqlab.named_models); a path as it is
+        note = recover_dir(path)
+        if note:
+            log.warning(note)
+        files = read_model_files(path)
+        m = parse_model_files(files, path, with_weights=False)
         featurizers = {name: fc.build(name) for name, fc in m.config.model.embedder.features.items()}
         for name, f in featurizers.items():
             if name not in m.features:
                 raise SeqlabError(f"vocab.json: no state for feature '{name}'", path=path)
             f.load_state(m.features[name], f"{path}/vocab.json: features.{name}")
         tags = Vocab.from_list(m.tags)
-        net = TaggerNet(m.config.model, featurizers,
-                        TagSet(tags.itos, training_scheme(m.scheme, m.config.data.train_scheme)))
+        tag_set = TagSet(tags.itos, training_scheme(m.scheme, m.config.data.train_scheme))
+
+        def build() -> TaggerNet:
+            return TaggerNet(m.config.model, featurizers, tag_set)
+        # the config's parameter bytes, then the weights file against the shapes, before a tensor is made or read
+        m.weights = read_weights(files, path, parameter_shapes(build), m.format_version)
+        net = build()
         expected = net.state_dict()
         for name, tensor in m.weights.items():
             if name in expected and tensor.dtype != expected[name].dtype:
@@ -491,6 +579,15 @@ class Tagger:
                 "engine": self.engine_name,  # as asked for; "encoding": what runs it
                 "encoding": "torch" if self.engine is None else "onnxruntime" if self.engine.max_rows is None
                 else f"onnxruntime for batches of up to {self.engine.max_rows} sentences, torch for larger ones"}
+
+
+def _is_model_archive(path: Path) -> bool:
+    """Whether ``path`` is a ``.zip`` holding a model's files (only the names are read)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return set(NAMES) <= set(zf.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
 
 
 def _explain(published: dict[str, torch.Tensor], row: int, n: int, num_layers: int) -> list[LayerExplanation]:

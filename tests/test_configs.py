@@ -77,3 +77,25 @@ def test_flat_variants_change_only_the_model(corpus):
         assert other["data"] == base["data"], path.name
         assert other["train"] == {**base["train"], "batch_length": "lexicon" if lattice else "tokens"}, path.name
         assert other["model"] != base["model"], path.name
+
+
+def test_extends_merges_sections_and_refuses_loops(tmp_path):
+    from seqlab.errors import SeqlabError
+    base = tmp_path / "base.yaml"
+    base.write_text("task: ner\ndata: {train: a.txt, dev: b.txt}\ntrain: {optimizer: adam, lr: 0.002, batch_size: 16}\n")
+    (tmp_path / "paper").mkdir()
+    child = tmp_path / "paper" / "child.yaml"
+    child.write_text("extends: ../base.yaml\ntrain: {optimizer: sgd, lr: 0.015}\n")
+    config = load_config(child, ["train.max_epochs=3"])
+    assert (config.task, config.data.dev) == ("ner", "b.txt")  # from the base
+    assert (config.train.optimizer, config.train.lr, config.train.batch_size) == ("sgd", 0.015, 16)  # merged
+    assert config.train.max_epochs == 3
+    base.write_text("extends: paper/child.yaml\ntask: ner\ndata: {train: a.txt}\n")
+    with pytest.raises(SeqlabError, match="a loop"):
+        load_config(child)
+    child.write_text("extends: ../missing.yaml\n")
+    with pytest.raises(SeqlabError, match="missing.yaml: no such config file"):
+        load_config(child)
+    child.write_text("extends: [1, 2]\n")
+    with pytest.raises(SeqlabError, match="'extends': expected the path"):
+        load_config(child)

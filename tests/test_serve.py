@@ -418,7 +418,10 @@ def test_workers_share_persistent_connections_and_a_dead_worker_is_replaced(shar
     assert "ended with status -9; starting another" in (tmp_path / "serve.log").read_text()
 
 
-def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model, workers):
+    """With or without --workers: seqlab's one line and exit 2 (not uvicorn's message and exit 3), before the
+    model is loaded."""
     import socket
     import subprocess
     import sys
@@ -426,11 +429,65 @@ def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model):
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "seqlab", "-q", "serve", str(shared_tiny_model[1]), "--port",
-                               str(port), "--workers", "2"], capture_output=True, text=True, timeout=300,
-                              env=_env())
+        script = ("import sys, seqlab.serve as s, seqlab.cli as cli\n"
+                  "def load(*a, **k): raise AssertionError('the model was loaded before the port was checked')\n"
+                  "s.Tagger.load = load\n"
+                  f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
+                  f"'--workers', '{workers}']))\n")
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=_env())
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip() == f"error: serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_a_body_far_over_the_limit_gets_413_not_a_reset(shared_tiny_model):
+    """A declared body over --max-body-bytes is answered 413 before it is read, at any size, and the rest is
+    drained: a client that sends the whole body before reading (with Connection: close, or http.client) reads
+    the JSON error instead of a connection reset. The server serves on afterwards."""
+    import http.client
+    import subprocess
+
+    import httpx
+    server, base = _serve(shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log",
+                          stderr=subprocess.DEVNULL)
+    try:
+        _wait_ready(base)
+        port = int(base.rsplit(":", 1)[1])
+        for size in (5_000, 4_000_000, 10_000_000):
+            body = b'{"sentences": ["' + b"x" * size + b'"]}'
+            for close in (False, True):
+                r = httpx.post(base + "/predict", content=body, timeout=30,
+                               headers={"content-type": "application/json",
+                                        **({"connection": "close"} if close else {})})
+                assert r.status_code == 413 and r.json() == {"error": "request body over 4000 bytes"}, (size, close)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # urllib's: sends all, then reads
+            conn.request("POST", "/predict", body=body, headers={"content-type": "application/json",
+                                                                 "connection": "close"})
+            answer = conn.getresponse()
+            assert answer.status == 413 and b"request body over 4000 bytes" in answer.read(), size
+            conn.close()
+        r = httpx.post(base + "/predict", json={"sentences": ["Stocks rose ."]}, timeout=30)
+        assert r.status_code == 200
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_a_client_waiting_for_100_continue_gets_413_without_sending_its_body(shared_tiny_model):
+    import socket
+    import subprocess
+    server, base = _serve(shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log",
+                          stderr=subprocess.DEVNULL)
+    try:
+        _wait_ready(base)
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000000000\r\nExpect: 100-continue\r\n\r\n")
+            head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in head, head[:200]
+    finally:
+        server.terminate()
+        server.wait(30)
 
 
 def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_tiny_model, tmp_path):

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from seqlab.config import DataConfig, resolve_data_path
 from seqlab.data.readers import read_bmes, read_conll
-from seqlab.data.schemes import detect_scheme, normalize_scheme, split_tag
+from seqlab.data.schemes import check_scheme, detect_scheme, normalize_scheme
 from seqlab.data.sentence import Sentence
-from seqlab.errors import SeqlabError
 
 log = logging.getLogger("seqlab")
 
@@ -25,7 +24,13 @@ class Corpus:
 
 
 def read_file(path: Path, data: DataConfig, labeled: bool = True) -> list[Sentence]:
-    """Read one file in the format the data config names."""
+    """Read one file in the format the data config names (an annotation file, .jsonl / .json / .spacy, whatever
+    it names: :mod:`seqlab.annotations`, tokens by the config's tokenizer)."""
+    if data.format == "jsonl" or path.suffix.lower() in (".jsonl", ".json", ".spacy"):
+        from seqlab.annotations import read_annotations
+        from seqlab.tokenization import model_tokenizer
+        scheme = data.scheme if data.scheme not in ("auto", "none") else "BIO"
+        return read_annotations(path, model_tokenizer(data), scheme, labeled=labeled)
     if data.format == "bmes":
         return read_bmes(path, strip_seg_digit=data.strip_seg_digit)
     return read_conll(path, token_column=data.token_column, label_column=data.label_column if labeled else None,
@@ -52,18 +57,23 @@ def load_corpus(data: DataConfig, data_root: str | None = None) -> Corpus:
         scheme = "none"
     else:
         scheme = normalize_scheme(data.scheme)
+    declared = data.scheme != "auto"
     for split in (train, dev, test):
-        check_labels(split, scheme)
+        check_labels(split, scheme, "data.scheme" if declared else None,
+                     "the training file (data.scheme: auto)")
     return Corpus(train, dev, test, scheme)
 
 
-def check_labels(sentences: list[Sentence], scheme: str) -> None:
-    """Every label of a chunk scheme is O or has a B-, I-, M-, E-, S- prefix; the first that is not is an
-    error naming its file and line."""
+def check_labels(sentences: list[Sentence], scheme: str, setting: str | None = None,
+                 expected_from: str = "the model") -> None:
+    """The labels of each file are tags of ``scheme``; the first that is not is an error naming its file, line
+    and tag, with the scheme the file fits and how to convert it (:func:`seqlab.data.schemes.check_scheme`).
+    ``setting`` names the config key that declared the scheme; None when ``expected_from`` fixed it."""
     if scheme == "none":
         return
+    by_file: dict[str, list[tuple[int, list[str]]]] = {}
     for s in sentences:
-        for k, label in enumerate(s.labels or ()):
-            if split_tag(label) is None:
-                raise SeqlabError(f"label {label!r} is not a {scheme} tag (expected O or a B-, I-, M-, E-, S- "
-                                  f"prefix)", path=s.source, line=s.line + k)
+        if s.labels:
+            by_file.setdefault(s.source, []).append((s.line, s.labels))
+    for source, located in by_file.items():
+        check_scheme(located, scheme, source, setting, expected_from)

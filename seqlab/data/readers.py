@@ -1,15 +1,17 @@
-"""Readers for column files (CoNLL, BMES) and raw text, and a CoNLL writer.
+r"""Readers for column files (CoNLL, BMES) and raw text, and a CoNLL writer.
 
 Column files hold one token per line, fields separated by spaces or tabs, and a blank line between
-sentences. ``-DOCSTART-`` lines are document breaks and are skipped. A line whose first field is
-``#`` is a token (the pound sign in CoNLL-2000), never a comment. Runs of blank lines (empty
-sentences, as in OntoNotes 4) are skipped, counted and logged.
+sentences. A line ends at ``\n``, ``\r\n`` or a lone ``\r`` (:func:`numbered_lines`). ``-DOCSTART-`` lines
+are document breaks and are skipped. A line whose first field is ``#`` is a token (the pound sign in
+CoNLL-2000), never a comment. Runs of blank lines (empty sentences, as in OntoNotes 4) are skipped, counted
+and logged.
 
 Every problem with the input raises :class:`SeqlabError` naming the file and 1-based line.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
@@ -28,11 +30,16 @@ Row = tuple[int, list[str]]  # (1-based line number, fields)
 _FIELD_SEP = re.compile(r"[ \t]+")
 _BLANK = " \t\r\n"
 DOCSTART = "-DOCSTART-"
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" makes of bytes it cannot decode
 
 
 def numbered_lines(path: PathLike | IO[bytes], encoding: str, source: str | None = None) -> Iterator[tuple[int, str]]:
-    """Yield (line number, text without line ending) for each line of ``path`` (or of an open binary
-    file, named ``source`` in errors), lazily."""
+    r"""Yield (line number, text without line ending) for each line of ``path`` (or of an open binary
+    file, named ``source`` in errors), lazily.
+
+    ``\n``, ``\r\n`` and a lone ``\r`` each end a line (a file written on any system reads the same); the other
+    characters that ``str.splitlines`` splits on (``\x0b``, ``\x0c``, ``\x1c``-``\x1e``, ``\x85``, ``\u2028``,
+    ``\u2029``) are text. Bytes that are not ``encoding`` are an error naming their line."""
     if isinstance(path, (str, os.PathLike)):
         try:
             handle = open(path, "rb")
@@ -45,28 +52,29 @@ def numbered_lines(path: PathLike | IO[bytes], encoding: str, source: str | None
         source = str(path)
     else:
         handle = path
-    with handle:
+    # universal newlines (newline=None) split at \n, \r\n and \r only, and turn each into \n; undecodable bytes
+    # become lone surrogates, found line by line so that the error can name the line
+    with io.TextIOWrapper(handle, encoding=encoding, errors="surrogateescape", newline=None) as lines:
         try:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    text = raw.decode(encoding)
-                except UnicodeDecodeError:
-                    raise SeqlabError(f"not valid {encoding} text", path=source, line=number) from None
+            for number, text in enumerate(lines, start=1):
+                if _UNDECODABLE.search(text):
+                    raise SeqlabError(f"not valid {encoding} text", path=source, line=number)
                 if number == 1:
                     text = text.lstrip("\ufeff")
-                yield number, text.rstrip("\r\n")
+                yield number, text.removesuffix("\n")
         except OSError as err:  # e.g. a read error on a device or a file that vanished
             raise SeqlabError(f"cannot read ({err.strerror})", path=source) from None
 
 
 def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
-                       stats: dict | None = None) -> Iterator[list[Row]]:
+                       stats: dict | None = None, width: int | None = None) -> Iterator[list[Row]]:
     """Split numbered lines of a column file into sentences, lazily: blocks of (line, fields).
 
-    Checks that every token line has as many fields as the file's first token line. Counts the empty
-    sentences (extra blank lines) skipped in ``stats["empty_skipped"]`` and logs them at the end."""
+    Checks that every token line has ``width`` fields (those of most lines, when a format guess counted
+    them), by default as many as the file's first token line. Counts the empty sentences (extra blank
+    lines) skipped in ``stats["empty_skipped"]`` and logs them at the end."""
     block: list[Row] = []
-    width: int | None = None
+    known = "as on most lines" if width else "as on the first line"
     empty = 0
     after_break = True  # at file start or right after a -DOCSTART- line
     for number, text in numbered:
@@ -89,7 +97,7 @@ def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
         if width is None:
             width = len(fields)
         elif len(fields) != width:
-            raise SeqlabError(f"expected {width} columns (as on the first line), got {len(fields)}", path=path, line=number)
+            raise SeqlabError(f"expected {width} columns ({known}), got {len(fields)}", path=path, line=number)
         block.append((number, fields))
         after_break = False
     if block:
@@ -142,9 +150,11 @@ def read_conll(
 
 
 def iter_conll(numbered: Iterable[tuple[int, str]], source: str, token_column: int = 0,
-               label_column: int | None = None) -> Iterator[Sentence]:
-    """Sentences of a column file from numbered lines, lazily (bulk tagging: constant memory)."""
-    return _blocks_to_sentences(iter_column_blocks(numbered, source), source, token_column, label_column, False)
+               label_column: int | None = None, width: int | None = None) -> Iterator[Sentence]:
+    """Sentences of a column file from numbered lines, lazily (bulk tagging: constant memory); ``width``: the
+    columns every line must have (default: those of the first line)."""
+    return _blocks_to_sentences(iter_column_blocks(numbered, source, width=width), source, token_column,
+                                label_column, False)
 
 
 def _blocks_to_sentences(blocks: Iterable[list[Row]], path: PathLike, token_column: int,

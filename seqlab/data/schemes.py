@@ -303,3 +303,118 @@ class IndexConverter:
         for b in np.flatnonzero(~ok).tolist():  # not well-formed: through the chunks
             out[b] = self(tags[b, : lengths[b]].tolist())
         return out
+
+
+# ----- checking a file's tags against its declared scheme ------------------------------------------------
+
+_USES = {"IOB1": "B-, I-, O", "BIO": "B-, I-, O", "BIOES": "B-, I-, E-, S-, O", "BMES": "B-, M-, E-, S-, O"}
+#: How a well-formed sequence converts tag by tag, (from, to) -> what changes.
+_CONVERSIONS = {
+    ("BIOES", "BIO"): "S- becomes B-, E- becomes I-",
+    ("BMES", "BIO"): "S- becomes B-, M- and E- become I-",
+    ("BMES", "BIOES"): "M- becomes I-",
+    ("BIOES", "BMES"): "I- becomes M-",
+    ("BIO", "BIOES"): "a one-token chunk's B- becomes S-, a chunk's last I- becomes E-",
+    ("BIO", "BMES"): "a one-token chunk's B- becomes S-, a chunk's last I- becomes E-, the other I- become M-",
+}
+Located = tuple[int, Sequence[str]]  # (line of the first tag, the tags of one sentence, one per line)
+
+
+def conversion_hint(src: str, dst: str) -> str:
+    """How to convert tags from scheme ``src`` to ``dst``, in words, for an error message."""
+    call = f"seqlab.data.schemes.convert(tags, '{src}', '{dst}') converts a sentence"
+    how = _CONVERSIONS.get((src, dst))
+    return f"{how}; {call}" if how else call
+
+
+def fitting_scheme(tag_sequences: Sequence[Sequence[str]]) -> str | None:
+    """The narrowest scheme whose prefixes cover every tag: BIO or IOB1 (told apart as :func:`detect_scheme`
+    does), else BIOES, else BMES; None when the tags mix I- and M- (or are not chunk tags)."""
+    prefixes = {(split_tag(tag) or ("?", ""))[0] for tags in tag_sequences for tag in tags} - {"O"}
+    if prefixes <= {"B", "I"}:
+        return detect_scheme(tag_sequences)
+    return next((s for s in ("BIOES", "BMES") if prefixes <= _PREFIXES[s]), None)
+
+
+def _malformed(tag: str) -> str | None:
+    """What is wrong with ``tag`` whatever the scheme, or None."""
+    parts = split_tag(tag)
+    if parts is None:
+        return f"tag {tag!r} is not a chunk tag (expected O or a B-, I-, M-, E-, S- prefix)"
+    prefix, chunk_type = parts
+    if tag.startswith("O-"):
+        return f"tag {tag!r}: O takes no type (write 'O')"
+    if tag.endswith("-") and not chunk_type:
+        return f"tag {tag!r} has an empty type after '-' (write '{prefix}' alone, or '{prefix}-TYPE')"
+    return None
+
+
+def _remedy(scheme: str, fit: str | None, setting: str | None, expected_from: str) -> str:
+    """The end of a wrong-scheme message: the scheme that the file's tags fit, and how to get there."""
+    if fit is None:
+        return ("; the file mixes I- and M- tags, which no one scheme has (both mean inside a chunk): convert one "
+                "to the other")
+    convert_it = f"convert the file ({conversion_hint(fit, scheme)})"
+    if setting is not None:
+        return f"; the file's tags fit {fit}: set {setting} to {fit}, or {convert_it}"
+    return f"; the file's tags fit {fit} but {expected_from} reads {scheme}: {convert_it}"
+
+
+def _first_lines(sequences: Iterable[Located]) -> tuple[dict[str, int], list[Sequence[str]]]:
+    """Each distinct tag -> the line it first appears on, in file order; and the tag sequences."""
+    first: dict[str, int] = {}
+    tag_sequences = []
+    for line, tags in sequences:
+        tag_sequences.append(tags)
+        for k, tag in enumerate(tags):
+            first.setdefault(tag, line + k)
+    return dict(sorted(first.items(), key=lambda item: item[1])), tag_sequences
+
+
+def check_scheme(sequences: Iterable[Located], scheme: str, path: object, setting: str | None = None,
+                 expected_from: str = "the model") -> None:
+    """Refuse the first tag of a file that is not a tag of ``scheme``, naming the file, its line and the tag,
+    with the scheme that the file's tags fit and how to convert them.
+
+    Refused: a tag without a chunk prefix, ``O-TYPE``, an empty type (``B-``); a prefix that ``scheme`` lacks
+    (``S-LOC`` in BIO, ``I-PER`` in BMES); chunks in a BIOES / BMES file that has no E- or S- tag at all
+    (BIO or IOB1 data: no chunk would end); a tag without a type among typed ones, or the other way round (the
+    fewer kind is wrong). ``setting`` names what declared the scheme (``data.scheme``, ``--scheme``); None when
+    it is fixed by ``expected_from`` (a model, the training file)."""
+    if scheme == "none":
+        return
+    scheme = normalize_scheme(scheme)
+    first, tag_sequences = _first_lines(sequences)
+    for tag, line in first.items():
+        problem = _malformed(tag)
+        if problem:
+            raise SeqlabError(problem, path=path, line=line)
+    parts = {tag: split_tag(tag) or _OUTSIDE for tag in first}
+    fit = fitting_scheme(tag_sequences)
+    for tag, line in first.items():
+        if parts[tag][0] not in _PREFIXES[scheme]:
+            article = "an" if scheme == "IOB1" else "a"
+            raise SeqlabError(f"tag {tag!r} is not {article} {scheme} tag ({scheme} uses {_USES[scheme]})"
+                              + _remedy(scheme, fit, setting, expected_from), path=path, line=line)
+    in_chunks = {p for p, _ in parts.values()} - {"O"}
+    if scheme in ("BIOES", "BMES") and in_chunks and not in_chunks & {"E", "S"}:
+        tag, line = next((t, n) for t, n in first.items() if parts[t][0] != "O")
+        raise SeqlabError(f"tag {tag!r} is in a chunk, but no E- or S- tag in the file ends one: these are not "
+                          f"{scheme} tags" + _remedy(scheme, fit, setting, expected_from), path=path, line=line)
+    _check_types(first, parts, path)
+
+
+def _check_types(first: dict[str, int], parts: dict[str, tuple[str, str]], path: object) -> None:
+    """Chunk tags all have a type (``B-PER``) or none has (``B``, word segmentation): of a mix, the kind with
+    fewer distinct tags is refused."""
+    typed = [t for t in first if parts[t][0] != "O" and parts[t][1]]
+    bare = [t for t in first if parts[t][0] != "O" and not parts[t][1]]
+    if not typed or not bare:
+        return
+    if len(bare) <= len(typed):
+        tag, example = bare[0], typed[0]
+        what = f"tag {tag!r} has no type, but the file's other chunk tags have one"
+    else:
+        tag, example = typed[0], bare[0]
+        what = f"tag {tag!r} has a type, but the file's other chunk tags have none"
+    raise SeqlabError(f"{what} (e.g. {example!r} on line {first[example]})", path=path, line=first[tag])

@@ -257,7 +257,10 @@ class RelativeSpanEncoding(nn.Module):
         shifted = {"hh": d, "th": d + a, "ht": d - b, "tt": d + a - b}
         sums = None
         for k, kind in enumerate(self.kinds):
-            part = table[k][(shifted[kind] + offset).clamp(0, width - 1)]  # (A|1, B|1, width, d_model)
+            # a lookup, not table[k][...]: advanced indexing's backward adds with atomics on several threads, in
+            # an order that changes from run to run; the embedding's backward adds in a fixed order
+            index = (shifted[kind] + offset).clamp(0, width - 1)  # (A|1, B|1, width)
+            part = nn.functional.embedding(index, table[k])  # (A|1, B|1, width, d_model)
             sums = part if sums is None else sums + part
         sums = torch.relu(sums.expand(len(a_values), len(b_values), width, -1)).reshape(-1, self.d_model)
         index = (a_index[:, :, None] * len(b_values) + b_index[:, None, :]) * width + (

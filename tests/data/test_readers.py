@@ -8,8 +8,17 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from seqlab.data.readers import read_bmes, read_chars_with_seg_digits, read_conll, read_raw, write_conll
+from seqlab.data.readers import (
+    numbered_lines,
+    read_bmes,
+    read_chars_with_seg_digits,
+    read_conll,
+    read_raw,
+    write_conll,
+)
 from seqlab.errors import SeqlabError
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -168,3 +177,71 @@ def test_ontonotes_dev_reads():
     assert len(sentences) == 4301
     assert all(len(s) > 0 and len(s.labels) == len(s) for s in sentences)
     assert stats["empty_skipped"] >= 0
+
+
+# ----- line endings: \n, \r\n and a lone \r all end a line, nothing else does ---------------------------------
+
+ENDINGS = ("\n", "\r\n", "\r")
+# token characters include those that str.splitlines would split on (\x0b, \x0c, \x1c-\x1e, \x85, \u2028,
+# \u2029): inside a token they are text
+TOKEN = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=" \t\r\n\ufeff"),
+                min_size=1, max_size=4)
+SENTENCES = st.lists(st.lists(st.tuples(TOKEN, st.sampled_from(["O", "B-X", "I-X"])), min_size=1, max_size=5),
+                     min_size=1, max_size=6)
+
+
+def render(lines: list[str], endings: list[str], final: bool) -> str:
+    """``lines`` joined with the given endings (cycled); ``final``: the last line has one too. A lone \\r
+    directly followed by an empty line's \\n would read as one \\r\\n: that empty line ends with \\r instead."""
+    out, previous = [], ""
+    for i, line in enumerate(lines):
+        ending = endings[i % len(endings)]
+        if previous == "\r" and not line and ending == "\n":
+            ending = "\r"
+        out.append(line + (ending if final or i < len(lines) - 1 else ""))
+        previous = ending
+    return "".join(out)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sentences=SENTENCES, endings=st.lists(st.sampled_from(ENDINGS), min_size=1, max_size=6),
+       final=st.booleans(), blanks=st.integers(1, 2))
+def test_any_mix_of_line_endings_reads_as_newlines(tmp_path, sentences, endings, final, blanks):
+    lines: list[str] = []
+    for sentence in sentences:
+        lines += [f"{token} {label}" for token, label in sentence] + [""] * blanks
+    plain = write(tmp_path, render(lines, ["\n"], final), "plain.txt")
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_bytes(render(lines, endings, final).encode("utf-8"))
+    want, got = read_conll(plain), read_conll(mixed)
+    assert [(s.tokens, s.labels, s.line) for s in got] == [(s.tokens, s.labels, s.line) for s in want]
+    assert [s.tokens for s in got] == [[token for token, _ in sentence] for sentence in sentences]
+    assert [(s.tokens, s.line) for s in read_raw(mixed)] == [(s.tokens, s.line) for s in read_raw(plain)]
+    stream = io.BytesIO(mixed.read_bytes())  # stdin: an open binary stream
+    assert list(numbered_lines(stream, "utf-8", "<stdin>")) == list(numbered_lines(plain, "utf-8"))
+
+
+def test_cr_only_file_has_its_lines(tmp_path):
+    path = tmp_path / "cr.txt"
+    path.write_bytes(b"a O\rb B-X\r\rc O\r")
+    sentences = read_conll(path)
+    assert [(s.tokens, s.line) for s in sentences] == [(["a", "b"], 1), (["c"], 4)]
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"a O\rb B-X\rc\r")
+    with pytest.raises(SeqlabError, match="expected 2 columns") as err:
+        read_conll(bad)
+    assert err.value.line == 3
+
+
+def test_other_unicode_line_breaks_are_text(tmp_path):
+    path = tmp_path / "seps.txt"
+    path.write_bytes("a\x85b O\nc\u2028d\x0be\x0c B-X\n".encode("utf-8"))
+    assert read_conll(path)[0].tokens == ["a\x85b", "c\u2028d\x0be\x0c"]
+
+
+def test_undecodable_bytes_after_a_cr_name_their_line(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"a O\rb O\r\nc\xff O\r")
+    with pytest.raises(SeqlabError, match="not valid utf-8") as err:
+        read_conll(path)
+    assert err.value.line == 3

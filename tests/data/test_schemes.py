@@ -221,3 +221,98 @@ def test_index_converter_takes_the_table_for_well_formed_input(monkeypatch):
 
 def test_index_converter_same_scheme_is_a_lookup():
     assert IndexConverter(["<pad>", "NN", "VB"], "none", "none")([2, 1]) == ["VB", "NN"]
+
+
+# ----- a file's tags against its declared scheme -----------------------------------------------------------
+
+_SCHEME_PREFIXES = {"IOB1": set("BIO"), "BIO": set("BIO"), "BIOES": set("BIOES"), "BMES": set("BMES") | {"O"}}
+
+
+def _typed_corpus(rng: random.Random, sentences: int, scheme: str, types: tuple[str, ...]) -> list[list[str]]:
+    """Well-formed sentences of ``scheme`` whose chunks all take one of ``types`` ("" alone: no types)."""
+    corpus = []
+    for _ in range(sentences):
+        length = rng.randint(1, 8)
+        spans = [(rng.choice(types), s, e) for _, s, e in _random_spans(rng, length)]
+        corpus.append(spans_to_tags(spans, length, scheme))
+    return corpus
+
+
+def _located(corpus: list[list[str]]) -> list[tuple[int, list[str]]]:
+    """(first line, tags) as a file lays them out: one tag per line, a blank line after each sentence."""
+    out, line = [], 1
+    for tags in corpus:
+        out.append((line, tags))
+        line += len(tags) + 1
+    return out
+
+
+def _line_of(corpus: list[list[str]], wanted) -> tuple[int, str] | None:
+    """(line, tag) of the first tag for which ``wanted(tag)`` holds."""
+    for line, tags in _located(corpus):
+        for k, tag in enumerate(tags):
+            if wanted(tag):
+                return line + k, tag
+    return None
+
+
+CORPORA = st.builds(lambda rng, n, scheme, types: (scheme, _typed_corpus(rng, n, scheme, types)),
+                    st.randoms(use_true_random=False), st.integers(1, 12), st.sampled_from(SCHEMES),
+                    st.sampled_from([("PER", "LOC"), ("",)]))
+
+
+@given(CORPORA)
+def test_auto_picks_a_scheme_that_the_file_fits(case):
+    scheme, corpus = case
+    schemes.check_scheme(_located(corpus), scheme, "f.txt", "data.scheme")  # declared right: accepted
+    schemes.check_scheme(_located(corpus), detect_scheme(corpus), "f.txt", None)  # auto's pick: accepted
+
+
+@given(CORPORA, st.sampled_from(SCHEMES))
+def test_converted_files_fit_their_new_scheme(case, dst):
+    scheme, corpus = case
+    schemes.check_scheme(_located([convert(t, scheme, dst) for t in corpus]), dst, "f.txt", "data.scheme")
+
+
+@given(CORPORA, st.sampled_from(SCHEMES))
+def test_tags_outside_the_declared_scheme_are_refused_at_their_line(case, declared):
+    _, corpus = case
+    foreign = _line_of(corpus, lambda tag: tag.partition("-")[0] not in _SCHEME_PREFIXES[declared])
+    in_chunks = {t.partition("-")[0] for tags in corpus for t in tags} - {"O"}
+    if foreign is None and declared in ("BIOES", "BMES") and in_chunks and not in_chunks & {"E", "S"}:
+        foreign = _line_of(corpus, lambda tag: tag != "O")  # no chunk ends: BIO or IOB1 data
+    if foreign is None:
+        schemes.check_scheme(_located(corpus), declared, "f.txt", "data.scheme")
+        return
+    line, tag = foreign
+    with pytest.raises(SeqlabError) as err:
+        schemes.check_scheme(_located(corpus), declared, "f.txt", "data.scheme")
+    message = str(err.value)
+    assert err.value.line == line and message.startswith(f"f.txt:{line}: tag {tag!r}") and "\n" not in message
+    fit = schemes.fitting_scheme(corpus)
+    assert f"fit {fit}: set data.scheme to {fit}" in message and f"convert(tags, '{fit}', '{declared}')" in message
+
+
+@pytest.mark.parametrize("tags, declared, line, needles", [
+    ("B-LOC I-LOC O S-LOC", "BIO", 4, ["'S-LOC' is not a BIO tag", "fit BIOES", "S- becomes B-, E- becomes I-"]),
+    ("B-ORG M-ORG E-ORG", "IOB1", 2, ["'M-ORG' is not an IOB1 tag", "fit BMES"]),
+    ("B-PER I-PER O", "BMES", 2, ["'I-PER' is not a BMES tag", "fit BIO", "last I- becomes E-"]),
+    ("B-PER I-PER O", "BIOES", 1, ["no E- or S- tag", "fit BIO"]),
+    ("B-PER I-PER M-PER E-PER", "BMES", 2, ["'I-PER'", "mixes I- and M-"]),
+    ("B-PER I-PER O I", "BIO", 4, ["'I' has no type", "'B-PER' on line 1"]),
+    ("B I B-X", "BIO", 3, ["'B-X' has a type"]),
+    ("O B- I-X", "BIO", 2, ["'B-' has an empty type"]),
+    ("O-X", "BIO", 1, ["O takes no type"]),
+    ("X-NP", "BIO", 1, ["'X-NP' is not a chunk tag"]),
+])
+def test_check_scheme_messages(tags, declared, line, needles):
+    with pytest.raises(SeqlabError) as err:
+        schemes.check_scheme([(1, tags.split())], declared, "f.txt", "data.scheme")
+    assert err.value.line == line, str(err.value)
+    for needle in needles:
+        assert needle in str(err.value), str(err.value)
+
+
+def test_a_model_fixes_the_scheme():
+    with pytest.raises(SeqlabError, match=r"fit BIOES but the model reads BIO: convert the file"):
+        schemes.check_scheme([(3, ["S-LOC"])], "BIO", "f.txt")

@@ -1,0 +1,162 @@
+"""Training by time (seqlab.budget): durations, the rate's schedule over the run, a budgeted run that stops in time,
+scores dev along the way, reaches its schedule's end, and continues its clock on --resume; the divergence guard."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from seqlab.budget import Plan, RunClock, parse_duration
+from seqlab.config import TrainConfig, config_from_dict
+from seqlab.errors import SeqlabError
+from seqlab.training import learning_rate, train
+from tests.conftest import tiny_config
+from tests.test_cli import assert_user_error, run
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("45m", 2700), ("2.5h", 9000), ("120", 120), (" 3 m ", 180),
+                                           (".5h", 1800), (7, 7.0)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "m", "5d", "-3m", "0s", "1e3", "31 days", "45 m s", "nan", "inf", "721h"])
+def test_bad_durations(text):
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+def test_linear_and_cosine_schedules_with_warm_up():
+    linear = TrainConfig(optimizer="adam", lr=0.01, lr_schedule="linear", lr_min=0.001, warmup_fraction=0.1)
+    assert learning_rate(linear, 0, progress=0.05) == pytest.approx((0.001 + 0.009 * 0.95) * 0.5)
+    assert learning_rate(linear, 0, progress=0.5) == pytest.approx(0.001 + 0.009 * 0.5)
+    assert learning_rate(linear, 0, progress=1.0) == pytest.approx(0.001)
+    assert learning_rate(linear, 0, progress=2.0) == pytest.approx(0.001)  # clamped
+    cosine = TrainConfig(optimizer="adam", lr=0.01, lr_schedule="cosine")
+    for p in (0.0, 0.2, 0.5, 0.9, 1.0):
+        assert learning_rate(cosine, 3, progress=p) == pytest.approx(0.01 * 0.5 * (1 + math.cos(math.pi * p)))
+    rates = [learning_rate(cosine, 0, progress=p / 50) for p in range(51)]
+    assert rates == sorted(rates, reverse=True)
+
+
+def test_a_schedule_key_of_another_schedule_is_refused():
+    with pytest.raises(SeqlabError, match="train.lr_decay"):
+        config_from_dict({"data": {"train": "x"}, "train": {"lr_schedule": "cosine", "lr_decay": 0.1}})
+    with pytest.raises(SeqlabError, match="train.budget"):
+        config_from_dict({"data": {"train": "x"}, "train": {"budget": "5 minutes"}})
+
+
+def test_plan_without_a_budget_counts_steps():
+    plan = Plan(None, 100, 20, 1.0, RunClock())
+    assert plan.progress(25) == 0.25 and not plan.finished(99) and plan.finished(100)
+    assert plan.eval_due(True) and not plan.eval_due(False)
+
+
+def test_plan_with_a_budget_keeps_time_for_the_final_scoring():
+    clock = RunClock(before=50.0)  # 50 s spent in an earlier session
+    plan = Plan(100.0, 10**9, 10, 2.0, clock)
+    assert plan.end() == pytest.approx(92.0)  # before any dev scoring: 8% kept back
+    plan.scored(4.0)  # a dev scoring costs 4 s, the final one three of them
+    assert plan.end() == pytest.approx(100 - (1.25 * 4 * 3 + 1))
+    assert 0.5 < plan.progress(0) < 0.6
+    assert not plan.finished(0)
+    clock.before = 90.0
+    assert plan.finished(0) and plan.progress(0) == 1.0
+    clock.before = 85.0
+    assert plan.eval_due(False) is False  # 35 s since the last scoring, but 4 s / 0.1 = 40 s is the least gap
+    clock.before = 91.0
+    assert plan.eval_due(False)
+
+
+def _budgeted(path, budget: str, **train_over):
+    raw = tiny_config(path).model_dump(mode="json")
+    raw["train"].update(max_epochs=10_000, budget=budget, budget_evals=6, lr_schedule="linear",
+                        lr_decay=TrainConfig.model_fields["lr_decay"].default, **train_over)
+    return config_from_dict(raw)
+
+
+def _log(folder):
+    return [json.loads(x) for x in (folder / "log.jsonl").read_text().splitlines()]
+
+
+def test_a_budgeted_run_stops_in_time_and_reaches_the_end_of_its_schedule(tiny_corpus, tmp_path):
+    result = train(_budgeted(tiny_corpus, "6s"), tmp_path / "run", progress=False)
+    log = _log(tmp_path / "run")
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["budget_s"] == 6.0 and results["elapsed_s"] == result.elapsed_s
+    assert result.elapsed_s < 6.0 * 2  # a generous bound: the run plans to end inside 6 s
+    assert result.epochs_run >= 2 and len(log) >= 3  # dev scored several times, more than once an epoch apart
+    elapsed = [r["elapsed"] for r in log]
+    assert elapsed == sorted(elapsed) and elapsed[-1] <= result.elapsed_s
+    assert log[-1]["lr"] < 0.25 * 0.01  # the linear schedule ran down (to lr_min 0 at the planned end)
+    assert [r["lr"] for r in log] == sorted(r["lr"] for r in log)[::-1]
+    assert result.best_epoch in [r["epoch"] for r in log]
+    assert (tmp_path / "run" / "curves.png").is_file() and result.test is not None
+
+
+def test_resume_continues_the_clock(tiny_corpus, tmp_path):
+    first = train(_budgeted(tiny_corpus, "3s"), tmp_path / "run", progress=False)
+    again = train(_budgeted(tiny_corpus, "3s"), tmp_path / "run", resume=True, progress=False)
+    assert len(_log(tmp_path / "run")) == len(_log(tmp_path / "run"))
+    assert again.epochs_run == first.epochs_run  # the budget was spent: nothing more to train
+    n = len(_log(tmp_path / "run"))
+    longer = train(_budgeted(tiny_corpus, "6s"), tmp_path / "run", resume=True, progress=False)
+    log = _log(tmp_path / "run")
+    assert len(log) > n and longer.epochs_run > first.epochs_run
+    assert log[n]["elapsed"] > log[n - 1]["elapsed"] >= 2.0  # the second session starts where the first stopped
+    assert longer.elapsed_s < 6.0 * 2
+
+
+def test_budget_on_the_command_line(tiny_corpus, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    import yaml
+    cfg.write_text(yaml.safe_dump(_budgeted(tiny_corpus, "30s").model_dump(mode="json")))
+    assert_user_error(run("train", cfg, "--out", tmp_path / "r", "--budget", "5 minutes"), "--budget",
+                      "not a duration")
+    proc = run("train", cfg, "--out", tmp_path / "r", "--budget", "4s")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "r" / "results.json").read_text())["budget_s"] == 4.0
+
+
+@pytest.mark.parametrize("poison", ["loss", "weights"])
+def test_a_diverging_run_stops_and_keeps_the_last_good_model(tiny_corpus, tmp_path, monkeypatch, poison):
+    """A non-finite loss (at the step) or weight (at the next dev scoring) ends the run with one line naming the
+    epoch; the model and checkpoint written before stay as they were, and so does the log."""
+    import torch
+
+    import seqlab.training as training
+    config = _short_run(tiny_corpus, 2)
+    train(config, tmp_path / "run", progress=False)
+    saved = {p.name: p.read_bytes() for p in (tmp_path / "run" / "model").iterdir()}
+    ckpt = (tmp_path / "run" / "checkpoint" / "trainer.json").read_bytes()
+    real = training.train_step
+
+    def diverging(net, batch, *args, **kwargs):
+        losses = real(net, batch, *args, **kwargs)
+        with torch.no_grad():
+            next(p for p in net.parameters() if p.requires_grad).fill_(float("nan"))
+        return losses * float("nan") if poison == "loss" else losses
+    monkeypatch.setattr(training, "train_step", diverging)
+    where = "epoch 3, step 1" if poison == "loss" else "epoch 3"
+    with pytest.raises(SeqlabError, match=f"training diverged: .* at {where}"):
+        train(_short_run(tiny_corpus, 6), tmp_path / "run", resume=True, progress=False)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run" / "model").iterdir()} == saved
+    assert (tmp_path / "run" / "checkpoint" / "trainer.json").read_bytes() == ckpt
+    assert len(_log(tmp_path / "run")) == 2
+
+
+def _short_run(path, epochs):
+    raw = tiny_config(path).model_dump(mode="json")
+    raw["train"].update(max_epochs=epochs)
+    return config_from_dict(raw)
+
+
+def test_a_budgeted_run_on_two_processes(tiny_corpus, tmp_path):
+    """Data-parallel ranks follow rank 0's clock: every rank stops at the same step, and the run ends in time."""
+    raw = _budgeted(tiny_corpus, "8s").model_dump(mode="json")
+    raw["train"].update(optimizer="sgd", lr=0.05, threads=1, device="cpu")
+    result = train(config_from_dict(raw), tmp_path / "ddp", progress=False, nproc=2)
+    log = _log(tmp_path / "ddp")
+    assert len(log) >= 2 and result.test is not None and result.elapsed_s < 8.0 * 3
