@@ -53,6 +53,7 @@ def main() -> None:
         print(f"{r['processes']:>9} {r['threads_per_process']:>7} {r['sentences_per_s']:>11.1f} "
               f"{r['relative_to_first']:>8.3f} {r['wall_seconds']:>7.1f}")
     if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")
 
 

@@ -11,6 +11,7 @@ the medians in sentences/s. Run it on an idle machine.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -20,10 +21,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
-    from export_speed import model_and_data  # this folder is on sys.path when run as a script
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("data")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--batch-sizes", default="1,64", help="comma-separated batch sizes to time")
+    args = parser.parse_args()
+    import torch
 
+    from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
-    args, eager, sentences = model_and_data(batch_sizes=True)
+    torch.set_num_threads(args.threads)
+    eager = Tagger.load(args.model)
+    sentences = read_file(Path(args.data), eager.config.data, labeled=False)
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     taggers = {"torch": eager, **{name: Tagger.load(args.model, engine=name) for name in ("onnxruntime", "auto")}}
     texts = [" ".join(s.tokens) for s in sentences]

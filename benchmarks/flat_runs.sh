@@ -5,11 +5,15 @@
 # epochs; a 2-core session cannot, so every run is capped at EPOCHS epochs (default 15, the budget of the
 # 2026-11-23 runs).
 #
+# RECIPE=paper trains every model with FLAT's own recipe (SGD momentum 0.9, lr 1e-3 decaying 0.05 per epoch, batch
+# 10, one warm-up epoch; Tables 5-6), as the published runs did (BENCHMARKS.md, "Accuracy"): the train section the
+# configs held then, now configs/paper/ner-{resume,ontonotes4}-flat.yaml. Without it each config's own train section.
+#
 # Resumable and extendable: each run continues from its checkpoint (--resume), so running this script again
 # after an interruption, or again with a larger EPOCHS, takes every run further (the learning rate depends on
 # the epoch, not on the cap, so a run continued from 15 to 30 epochs trains as one started with 30). A run that
 # reached EPOCHS (or stopped early by patience) is marked with .budget and skipped.
-# Usage: [CODE=DIR] benchmarks/flat_runs.sh [OUT_ROOT] [EPOCHS] [WORKERS] [THREADS]
+# Usage: [CODE=DIR] [RECIPE=paper] benchmarks/flat_runs.sh [OUT_ROOT] [EPOCHS] [WORKERS] [THREADS]
 #        then: python benchmarks/summarize.py OUT_ROOT
 # CODE: a checkout (e.g. `git worktree add /tmp/s8 af979b9`) whose seqlab the runs import, so that runs of one
 # table share one code while this checkout changes.
@@ -19,6 +23,12 @@ OUT=${1:-runs/flat}
 EPOCHS=${2:-15}
 WORKERS=${3:-1}
 THREADS=${4:-2}
+PAPER=""
+if [ "${RECIPE:-}" = paper ]; then
+  PAPER="--set train.optimizer=sgd --set train.lr=0.001 --set train.momentum=0.9 --set train.lr_decay=0.05"
+  PAPER="$PAPER --set train.lr_schedule=inverse_time --set train.warmup_fraction=0.0 --set train.warmup_epochs=1"
+  PAPER="$PAPER --set train.batch_size=10 --set train.patience=20"
+fi
 mkdir -p "$OUT"
 Q="$OUT/queue.txt"
 : > "$Q"
@@ -28,7 +38,7 @@ run() {  # config name seed [extra seqlab arguments]
   local resume=""
   [ -d "$dir/checkpoint" ] && resume="--resume"
   echo "SEQLAB_DATA=../shared/data ${CODE:+PYTHONPATH=$CODE }.venv/bin/seqlab -q train $1 --out $dir --set train.seed=$3" \
-       "--set train.threads=$THREADS ${*:4} --max-epochs $EPOCHS $resume && echo $EPOCHS > $dir/.budget" >> "$Q"
+       "--set train.threads=$THREADS $PAPER ${*:4} --max-epochs $EPOCHS $resume && echo $EPOCHS > $dir/.budget" >> "$Q"
 }
 for seed in 1 2 3; do
   run configs/ner-resume-flat.yaml resume-flat "$seed"

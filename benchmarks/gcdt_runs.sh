@@ -4,7 +4,7 @@
 # baseline, 3 seeds on CoNLL-2000 chunking and 2 on CoNLL-2003 NER; then GCDT and the BiLSTM-CRF with the
 # MiniLM contextual features, 2 seeds on NER. Every GCDT-family run trains as the authors' code does (Adam lr
 # 8e-4, 1,024-token batches, rate held 1,000 steps, then halved every 3,000): the paper's lr 0.008 of the default
-# configs diverged on chunking (BENCHMARKS.md, tenth session). train.device is auto: a GPU when there is one.
+# configs diverged on chunking (BENCHMARKS.md, "Changelog", session 10). train.device is auto: a GPU when there is one.
 # Resumable: run it again after an interruption and each run continues from its last checkpoint; finished runs
 # (results.json) are skipped. On one CPU thread a 20-epoch chunking run of GCDT takes about 50 minutes.
 # NER_MAX_EPOCHS (default MAX_EPOCHS) caps every CoNLL-2003 run, so that all NER models share one budget.

@@ -12,7 +12,8 @@ tag the whole test set alike (with the same weights). Levers (module switches):
     python benchmarks/gpu_lever_ab.py configs/chunking-psa.yaml --lever psa-blocks --data-root ../shared/data \
         --rounds 3 --set model.embedder.features.word.pretrained=null
 
-(The twenty-first session's PSA figures ran as ``benchmarks/psa_gpu_blocks.py``, this script's first form.)
+(The H100 session's PSA figures ran as ``benchmarks/psa_gpu_blocks.py``, this script's first form;
+BENCHMARKS.md, "GPU".)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Pool the processes of several speed_compare.py rounds: each side's median over every process of the rounds
 given, and the new / base ratio of those medians, per figure.
 
-    python benchmarks/pool_rounds.py benchmarks/results/session19/round*-sgd-auto-vs-5029c77.json
+    python benchmarks/pool_rounds.py benchmarks/results/speed/chunker-vs-5029c77/session20-round*-sgd.json
 
 Prints one line per figure: processes a side, base and new medians (sentences/s), the ratio, and each round's own
 ratio of medians.

@@ -85,6 +85,7 @@ def main() -> None:
               f"{r.get('same_tags_as_in_process', '-')}")
     if args.out:
         from seqlab.io import atomic_write_json
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(args.out, {"model": args.model, "data": args.data, "sentences": len(sentences),
                                      "tokens": tokens, "batch_size": args.batch_size, "cpus": os.cpu_count(),
                                      "machine": platform.processor() or platform.machine(),

@@ -64,6 +64,7 @@ def main() -> None:
     output = results[0] if len(results) == 1 else results
     print(json.dumps(output, indent=2))
     if args.out:
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(output, f, indent=2)
 

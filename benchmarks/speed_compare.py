@@ -2,7 +2,7 @@
 
     git worktree add /tmp/base 5029c77
     python benchmarks/speed_compare.py --base /tmp/base --new . --reps 3 --data-root ../shared/data \
-        --out benchmarks/results/speed-compare.json -- configs/chunking-bilstm-crf.yaml --train-batches 300
+        --out runs/speed-compare.json -- configs/chunking-bilstm-crf.yaml --train-batches 300
 
 Each repetition runs the base checkout, then the new one (one process each, nothing else in parallel),
 with this file's copy of ``speed.py`` and ``PYTHONPATH`` set to the checkout, so both are measured by
@@ -68,6 +68,7 @@ def main() -> None:
         report["new_over_base"][key] = round(new / base, 3)
     print(json.dumps({"median": report["median"], "new_over_base": report["new_over_base"]}, indent=2))
     if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=2))
 
 

@@ -2,7 +2,7 @@
 ``--steps`` training steps (after ``--warmup`` unprofiled ones) and over ``--sentences`` test sentences tagged one
 at a time. Prints the operators by self CPU time (and by GPU time on a GPU), and per step or sentence the kernel
 launches, copies between host and GPU and synchronisations the runtime saw: what to remove when a GPU step takes
-far longer than its arithmetic (BENCHMARKS.md, twenty-first session).
+far longer than its arithmetic (BENCHMARKS.md, "GPU").
 
     python benchmarks/step_profile.py configs/chunking-bilstm-crf.yaml --data-root ../shared/data --device cuda \
         --set model.embedder.features.word.pretrained=null --out runs/step-profile.txt
@@ -89,6 +89,8 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.out:
+        from pathlib import Path
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "w") as f:
             f.write(text + "\n")
 
