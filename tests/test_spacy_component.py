@@ -89,7 +89,7 @@ def test_named_model_and_errors(ner_model, tmp_path, monkeypatch):
     assert nlp(TEXTS[0]).ents
     with pytest.raises(SeqlabError, match="needs a model"):
         spacy.blank("en").add_pipe("seqlab")
-    with pytest.raises(SeqlabError, match="known names: tiny-ner"):
+    with pytest.raises(SeqlabError, match="known names: .*tiny-ner"):
         spacy.blank("en").add_pipe("seqlab", config={"model": "en-nerr"})
     nlp.to_disk(tmp_path / "pipeline")  # the component is its config: the model's name
     again = spacy.load(tmp_path / "pipeline")
