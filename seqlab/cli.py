@@ -77,13 +77,13 @@ _epochs = _int_in(1, 100_000)
 
 
 def _budget(text: str) -> str:
-    from seqlab.budget import parse_duration
+    from seqlab.config import parse_duration
     try:
         parse_duration(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
     return text.strip()
-_nproc = _int_in(1, 64)  # seqlab.distributed.MAX_PROCESSES
+_nproc = _int_in(1, 64)  # seqlab.training.distributed.MAX_PROCESSES
 _batch = _int_in(1, 100_000)
 _nbest = _int_in(1, 1000)
 _length = _int_in(1, 10_000_000)
@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-wait-ms", type=_wait, default=5.0, help="how long a request waits for others to join")
     v.add_argument("--workers", type=_workers, default=1,
                    help="server processes sharing the port, each with the model and its own micro-batching")
-    from seqlab.supervisor import (WORKER_START_TIMEOUT_RANGE, WORKER_START_TIMEOUT_S, WORKER_TIMEOUT_RANGE,
+    from seqlab.serving.supervisor import (WORKER_START_TIMEOUT_RANGE, WORKER_START_TIMEOUT_S, WORKER_TIMEOUT_RANGE,
                                    WORKER_TIMEOUT_S)
     v.add_argument("--worker-timeout", type=_int_in(*WORKER_TIMEOUT_RANGE), default=WORKER_TIMEOUT_S,
                    metavar="SECONDS", help="with --workers 2 or more: a worker whose event loop sends no heartbeat "
@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "HTTP event loop needs a core of its own)")
     _engine_argument(v, "auto")
     _device_argument(v, "the network runs, in every worker (on a GPU the engine is PyTorch's: auto falls back to it)")
-    from seqlab.serve import Limits
+    from seqlab.serving.app import Limits
     for flag, what in [("max_sentences", "sentences in one request"),
                        ("max_chars", "characters of text or tokens in one request"),
                        ("max_body_bytes", "bytes of one request's body")]:
@@ -292,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_train(args) -> None:
     from seqlab.config import load_config
-    from seqlab.training import train, train_seeds
+    from seqlab.training.loop import train, train_seeds
     overrides = list(args.set)
     if args.max_epochs:
         overrides.append(f"train.max_epochs={args.max_epochs}")
@@ -313,9 +313,9 @@ def _headline(scores: dict | None) -> dict | None:
 
 
 def cmd_evaluate(args) -> None:
-    from seqlab.metrics import format_report, format_span_analysis
+    from seqlab.evaluation.metrics import format_report, format_span_analysis
     from seqlab.tagger import Tagger
-    from seqlab.training import evaluate
+    from seqlab.training.loop import evaluate
     tagger = Tagger.load(args.model, args.device, args.engine)
     tagger.max_length = args.max_length
     scores = evaluate(tagger, args.data, args.output, args.batch_size, args.strict, args.device, args.beam,
@@ -324,11 +324,11 @@ def cmd_evaluate(args) -> None:
 
 
 def cmd_calibrate(args) -> None:
-    from seqlab.calibration import fit_temperature, reliability
+    from seqlab.evaluation.calibration import fit_temperature, reliability
     from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device)
-    from seqlab.named_models import resolve_model
+    from seqlab.tagging.named_models import resolve_model
     out = Path(args.out) if args.out else resolve_model(args.model)
     Tagger.check_save_target(out)  # a place it cannot or must not write: one line now, not after the fit
     sentences = read_file(Path(args.data), tagger.config.data)
@@ -366,19 +366,19 @@ def _guess_input_format(path: Path | None, numbered: Iterator[tuple[int, str]]
 def cmd_predict(args) -> None:
     """Tags a file or stdin of any size in constant memory: sentences are read lazily and tagged and
     written chunk by chunk (``--chunk`` sentences), in input order; with ``--workers N`` the chunks are
-    tagged in N processes (:mod:`seqlab.parallel`), the output unchanged."""
+    tagged in N processes (:mod:`seqlab.serving.parallel`), the output unchanged."""
     from seqlab.data.readers import numbered_lines, iter_conll, iter_raw
-    from seqlab.heap import freeze_loaded
-    from seqlab.parallel import PredictOptions, chunked, render_chunk, tag_in_processes
+    from seqlab.runtime.heap import freeze_loaded
+    from seqlab.serving.parallel import PredictOptions, chunked, render_chunk, tag_in_processes
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device, args.engine)
     if args.beam:
         tagger.set_beam(args.beam)
     freeze_loaded()  # this process tags until it exits
     # annotation records in or out, or text cut by another tokenizer than whitespace (chars for bmes models):
-    # seqlab.annotations tags them, every token keeping its characters
-    from seqlab.annotations import OUTPUTS, is_annotation_file, predict_annotations
-    from seqlab.tokenization import model_tokenizer
+    # seqlab.data.annotations tags them, every token keeping its characters
+    from seqlab.data.annotations import OUTPUTS, is_annotation_file, predict_annotations
+    from seqlab.data.tokenization import model_tokenizer
     plain = "chars" if tagger.config.data.format == "bmes" else "whitespace"
     if args.output_format in OUTPUTS or (args.input_format == "auto" and is_annotation_file(args.file)) or \
             (args.tokenizer or model_tokenizer(tagger.config.data)) != plain:
@@ -420,7 +420,7 @@ def cmd_predict(args) -> None:
 
 
 def cmd_score(args) -> None:
-    from seqlab.metrics import format_report, score_file
+    from seqlab.evaluation.metrics import format_report, score_file
     print(format_report(score_file(args.file, args.scheme)))
 
 
@@ -430,7 +430,7 @@ def cmd_info(args) -> None:
 
 
 def cmd_attention(args) -> None:
-    from seqlab.plotting import plot_attention
+    from seqlab.evaluation.plotting import plot_attention
     from seqlab.tagger import Tagger
     pred = Tagger.load(args.model, args.device).predict([args.sentence], explain=True)[0]
     layers = [x for x in (pred.explanation or []) if x.attention is not None]
@@ -455,7 +455,7 @@ def cmd_attention(args) -> None:
 def cmd_analyze(args) -> None:
     from dataclasses import asdict
 
-    from seqlab.analysis import analyze, format_analysis
+    from seqlab.evaluation.analysis import analyze, format_analysis
     from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device)
@@ -473,8 +473,8 @@ def cmd_analyze(args) -> None:
 
 
 def cmd_export(args) -> None:
-    from seqlab.export import EXPORTERS
-    from seqlab.io import check_writable
+    from seqlab.serving.export import EXPORTERS
+    from seqlab.io.files import check_writable
     out = Path(args.out)
     if out.is_dir():
         raise SeqlabError(f"--out names a folder; export writes one {args.format} file", path=out)
@@ -485,9 +485,9 @@ def cmd_export(args) -> None:
 
 
 def cmd_serve(args) -> None:
-    from seqlab.named_models import resolve_model
-    from seqlab.serve import Limits, run_server
-    from seqlab.supervisor import Watchdog
+    from seqlab.tagging.named_models import resolve_model
+    from seqlab.serving.app import Limits, run_server
+    from seqlab.serving.supervisor import Watchdog
     model = str(resolve_model(args.model))  # a name -> its folder: the workers get the path
     run_server(model, args.host, args.port, args.max_batch, args.max_wait_ms, args.workers, args.engine,
                args.threads, args.access_log, Limits(args.max_sentences, args.max_chars, args.max_body_bytes),
@@ -495,13 +495,13 @@ def cmd_serve(args) -> None:
 
 
 def cmd_convert(args) -> None:
-    from seqlab.annotations import convert
+    from seqlab.data.annotations import convert
     n = convert(args.input, args.output, args.src_format, args.dst_format, args.tokenizer, args.scheme)
     print(f"wrote {n} sentences to {args.output}", file=sys.stderr)
 
 
 def cmd_models(args) -> None:
-    from seqlab.named_models import as_json, available, listing, resolve_model
+    from seqlab.tagging.named_models import as_json, available, listing, resolve_model
     if args.name:
         folder = resolve_model(args.name)
         if not folder.is_dir():
@@ -515,9 +515,9 @@ def cmd_models(args) -> None:
 
 def cmd_demo(args) -> None:
     from seqlab.config import load_config
-    from seqlab.metrics import format_report
+    from seqlab.evaluation.metrics import format_report
     from seqlab.tagger import Tagger
-    from seqlab.training import evaluate, train
+    from seqlab.training.loop import evaluate, train
     config_path = Path(__file__).parent / "resources" / "demo.yaml"
     overrides = [f"train.max_epochs={args.max_epochs}"] if args.max_epochs else []
     config = load_config(config_path, overrides)

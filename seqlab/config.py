@@ -14,15 +14,14 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from seqlab.budget import parse_duration
 from seqlab.data.batching import TOKENS
 from seqlab.decoders import DECODERS, CRFDecoderConfig
-from seqlab.embedder import RESERVED
+from seqlab.features.embedder import RESERVED
 from seqlab.encoders import ENCODERS, BiLSTMConfig
 from seqlab.errors import SeqlabError
 from seqlab.features import FEATURES, CasingConfig, CharsConfig, WordsConfig
 from seqlab.registry import ConfigCheckError, LayerConfig, check_error
-from seqlab.yamlload import load_yaml
+from seqlab.io.yamlload import load_yaml
 
 FEATURE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 RESERVED_FEATURE_NAMES = RESERVED | {TOKENS}  # Embedder attributes, and train.batch_length's default
@@ -31,9 +30,9 @@ RESERVED_FEATURE_NAMES = RESERVED | {TOKENS}  # Embedder attributes, and train.b
 class DataConfig(LayerConfig):
     format: Literal["conll", "bmes", "jsonl"] = Field(
         "conll", description="column file; bmes = one char per line; jsonl = text with character-offset spans "
-                             "(doccano, Label Studio, spaCy JSONL; a .spacy file is a DocBin): seqlab.annotations")
+                             "(doccano, Label Studio, spaCy JSONL; a .spacy file is a DocBin): seqlab.data.annotations")
     tokenizer: Literal["whitespace", "english", "chars"] | None = Field(
-        None, description="how raw text is cut into tokens (jsonl data, and text the model tags; seqlab.tokenization); "
+        None, description="how raw text is cut into tokens (jsonl data, and text the model tags; seqlab.data.tokenization); "
                           "None: chars for bmes data, whitespace for the rest")
     train: str = Field(..., description="training file, relative to the data root")
     dev: str | None = Field(None, description="dev file; None holds out dev_from_train sentences")
@@ -115,6 +114,29 @@ class ModelConfig(LayerConfig):
         except ConfigCheckError as err:
             raise check_error(err) from None
         return self
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)\s*$")
+_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: The longest budget accepted: 30 days.
+MAX_BUDGET_S = 30 * 86400.0
+
+
+def parse_duration(text: str | float | int) -> float:
+    """``"45m"`` -> 2700.0 seconds; ``s``, ``m`` or ``h`` after a number, or a bare number of seconds.
+    ValueError for anything else, or for a duration outside (0, 30 days]."""
+    if isinstance(text, bool):
+        raise ValueError("expected a duration such as 90s, 45m or 2.5h")
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        match = _DURATION.match(str(text))
+        if not match:
+            raise ValueError(f"'{text}' is not a duration: expected a number with s, m or h, such as 90s, 45m or 2.5h")
+        seconds = float(match.group(1)) * _UNIT[match.group(2)]
+    if not 0 < seconds <= MAX_BUDGET_S:
+        raise ValueError(f"a budget must be more than 0 s and at most 30 days, got {text}")
+    return seconds
 
 
 class TrainConfig(LayerConfig):

@@ -21,26 +21,26 @@ import torch
 
 from seqlab import __version__
 from seqlab.config import ExperimentConfig
-from seqlab.context import Context
-from seqlab.cost import MEMORY_BUDGET, Budget, Cost, OverBudget, network_cost, padded, parameter_shapes
-from seqlab.crf import TagPath
+from seqlab.nn.context import Context
+from seqlab.runtime.cost import MEMORY_BUDGET, Budget, Cost, OverBudget, network_cost, padded, parameter_shapes
+from seqlab.crf.crf import TagPath
 from seqlab.data.batching import Batch, Encoded, collate, collate_sentences, size_groups
 from seqlab.data.corpus import check_labels
-from seqlab.tokenization import model_tokenizer, text_sentence
+from seqlab.data.tokenization import model_tokenizer, text_sentence
 from seqlab.data.schemes import IndexConverter, convert, get_spans
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_sentence
 from seqlab.data.token_types import TokenTypes
 from seqlab.data.vocab import PAD, UNK, Vocab
 from seqlab.decoders.base import NoExactConfidence, ProbabilisticDecoderConfig, TagSet
-from seqlab.devices import SMALL_BATCH, resolve_device, run_concurrently, threads_for
+from seqlab.runtime.devices import SMALL_BATCH, resolve_device, run_concurrently, threads_for
 from seqlab.errors import SeqlabError
 from seqlab.features.base import MEMO_TOKENS, Featurizer
-from seqlab.io import atomic_write_bytes, atomic_write_dir, check_folder_kind, check_writable, recover_dir
-from seqlab.metrics import Scores, span_f1, token_scores
-from seqlab.model import TaggerNet
-from seqlab.modelfile import FORMAT_VERSION, NAMES, parse_model_files, read_model_files, read_weights
-from seqlab.named_models import resolve_model
+from seqlab.io.files import atomic_write_bytes, atomic_write_dir, check_folder_kind, check_writable, recover_dir
+from seqlab.evaluation.metrics import Scores, span_f1, token_scores
+from seqlab.tagging.network import TaggerNet
+from seqlab.tagging.modelfile import FORMAT_VERSION, NAMES, parse_model_files, read_model_files, read_weights
+from seqlab.tagging.named_models import resolve_model
 
 log = logging.getLogger("seqlab")
 
@@ -142,14 +142,14 @@ class Tagger:
         self.device = resolve_device(device)
         self.net = net.to(self.device)
         self.to_labels = IndexConverter(tags.itos, self.train_scheme, scheme)  # indices -> input-scheme labels
-        self.engine = None  # runs the encoding instead of eager PyTorch (seqlab.engine); None = eager
+        self.engine = None  # runs the encoding instead of eager PyTorch (seqlab.runtime.engine); None = eager
         self.engine_name = "torch"  # the engine asked for (auto may run everything eagerly)
         # a batch of very unequal lengths (requests merged by the server) is cut where that saves more padded
         # tokens than this many, the cost of one more batch (seqlab.data.batching.split_padding); None = never
         self.pad_overhead: int | None = PAD_OVERHEAD
         # the distinct tokens tagged so far, numbered: a batch's featurizers look its tokens up once between them
         self.token_types = TokenTypes(MEMO_TOKENS)
-        # bytes one call's tensors may take (seqlab.cost): a sentence over it is refused, a batch over it runs in parts
+        # bytes one call's tensors may take (seqlab.runtime.cost): a sentence over it is refused, a batch over it runs in parts
         self.memory_budget = MEMORY_BUDGET
         # sentences longer than this many tokens are tagged in pieces where a call gives no max_length (predict's
         # and evaluate's --max-length); None: whole
@@ -271,7 +271,7 @@ class Tagger:
         return rows
 
     def cost(self, nbest: int = 0, explain: bool = False) -> Cost:
-        """What tagging costs in memory per position and per pair of positions (:mod:`seqlab.cost`) on this
+        """What tagging costs in memory per position and per pair of positions (:mod:`seqlab.runtime.cost`) on this
         network and engine, with ``nbest`` paths and explanations or not."""
         engine = self.engine
         whole = 2 * engine.pairwise_dim if engine is not None and engine.max_rows is None else 0  # R and its sum
@@ -401,7 +401,7 @@ class Tagger:
 
     def predict(self, inputs, batch_size: int | None = None, nbest: int | None = None,
                 explain: bool = False, max_length: int | None = None, confidence: bool = False) -> list[Prediction]:
-        """Tag raw strings (cut by the model's tokenizer, :func:`seqlab.tokenization.model_tokenizer`: whitespace,
+        """Tag raw strings (cut by the model's tokenizer, :func:`seqlab.data.tokenization.model_tokenizer`: whitespace,
         one char per token for character models; a span's text is its characters in the string), token lists or
         :class:`Sentence` objects. Returns one :class:`Prediction` per input with tags and spans, and the
         n best tag sequences, the attention layers' explanations and the probabilities of the predicted spans and
@@ -425,10 +425,10 @@ class Tagger:
 
     def set_engine(self, name: str) -> None:
         """Run the encoding on ``torch`` (eager, the default), ``onnxruntime`` (exported in memory and
-        checked against the eager network first; see :mod:`seqlab.engine`) or ``auto`` (onnxruntime for
-        batches of up to :data:`seqlab.engine.AUTO_ROWS` sentences, torch for larger ones, torch alone where
+        checked against the eager network first; see :mod:`seqlab.runtime.engine`) or ``auto`` (onnxruntime for
+        batches of up to :data:`seqlab.runtime.engine.AUTO_ROWS` sentences, torch for larger ones, torch alone where
         onnxruntime cannot run the model) for the following predictions."""
-        from seqlab.engine import make_engine
+        from seqlab.runtime.engine import make_engine
         self.engine = make_engine(name, self)
         self.engine_name = name
 
@@ -526,11 +526,11 @@ class Tagger:
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu", engine: str = "torch") -> "Tagger":
-        """Load a model folder or ``.zip`` archive, or a named model (``"en-ner"``: :mod:`seqlab.named_models`),
+        """Load a model folder or ``.zip`` archive, or a named model (``"en-ner"``: :mod:`seqlab.tagging.named_models`),
         onto ``device`` (cpu, cuda or auto), its encoding run by ``engine`` (see :meth:`set_engine`). Everything
         read is validated; only JSON and safetensors are read: nothing is unpickled. A folder left mid-swap by a killed writer (``calibrate``, ``train``) is put back
-        first (:func:`seqlab.io.recover_dir`)."""
-        path = resolve_model(path)  # a model name -> its folder (seqlab.named_models); a path as it is
+        first (:func:`seqlab.io.files.recover_dir`)."""
+        path = resolve_model(path)  # a model name -> its folder (seqlab.tagging.named_models); a path as it is
         note = recover_dir(path)
         if note:
             log.warning(note)

@@ -28,7 +28,7 @@ def tiny_corpus(tmp_path: Path) -> Path:
 def train_tiny(tmp_path_factory, name: str, make_config) -> tuple[Path, Path, object]:
     """Write the 20-sentence corpus in a fresh folder and train ``make_config(path)`` on it:
     returns (corpus path, run folder, TrainResult)."""
-    from seqlab.training import train
+    from seqlab.training.loop import train
     root = tmp_path_factory.mktemp(name)
     path = root / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
@@ -71,7 +71,7 @@ def torch_threads(n: int):
 
 
 def assert_same_on_two_threads(tagger, sentences, **predict) -> list:
-    """On two threads, batches of 4 sentences run side by side (``seqlab.devices.run_concurrently``, one intra-op
+    """On two threads, batches of 4 sentences run side by side (``seqlab.runtime.devices.run_concurrently``, one intra-op
     thread each) and predict exactly what the same batches give one after another on one thread: tags, n-best
     lists, confidences and explanations. Returns the predictions."""
     import torch

@@ -1,4 +1,4 @@
-"""Annotation formats (seqlab.annotations) and tokenizers (seqlab.tokenization): reading doccano, Label Studio,
+"""Annotation formats (seqlab.data.annotations) and tokenizers (seqlab.data.tokenization): reading doccano, Label Studio,
 spaCy JSONL and DocBin; the alignment rule; round trips through every format; convert and predict on the command
 line; training from JSONL."""
 
@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seqlab.annotations import (align_spans, char_spans, convert, iter_annotations, read_annotations,
+from seqlab.data.annotations import (align_spans, char_spans, convert, iter_annotations, read_annotations,
                                 records_to_sentences, render_record)
 from seqlab.cli import main
 from seqlab.data.schemes import get_spans, spans_to_tags
 from seqlab.errors import SeqlabError
-from seqlab.tokenization import TOKENIZERS, tokenize, tokens_of
+from seqlab.data.tokenization import TOKENIZERS, tokenize, tokens_of
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 
 
@@ -253,7 +253,7 @@ def test_convert_command(conll, tmp_path, capsys):
 @pytest.fixture(scope="module")
 def jsonl_model(tmp_path_factory) -> tuple[Path, Path]:
     """A tiny chunker trained from doccano JSONL (data.format: jsonl): (the JSONL file, the model folder)."""
-    from seqlab.training import train
+    from seqlab.training.loop import train
     root = tmp_path_factory.mktemp("jsonl")
     (root / "tiny.txt").write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
     data = root / "tiny.jsonl"
@@ -269,7 +269,7 @@ def jsonl_model(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_jsonl_training_and_evaluation(jsonl_model):
     from seqlab.tagger import Tagger
-    from seqlab.training import evaluate
+    from seqlab.training.loop import evaluate
     data, model = jsonl_model
     tagger = Tagger.load(model)
     assert tagger.config.data.format == "jsonl" and tagger.scheme == "BIO"

@@ -1,4 +1,4 @@
-"""Training by time (seqlab.budget): durations, the rate's schedule over the run, a budgeted run that stops in time,
+"""Training by time (seqlab.training.budget): durations, the rate's schedule over the run, a budgeted run that stops in time,
 scores dev along the way, reaches its schedule's end, and continues its clock on --resume; the divergence guard."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import math
 
 import pytest
 
-from seqlab.budget import Plan, RunClock, parse_duration
+from seqlab.config import parse_duration
+from seqlab.training.budget import Plan, RunClock
 from seqlab.config import TrainConfig, config_from_dict
 from seqlab.errors import SeqlabError
-from seqlab.training import learning_rate, train
+from seqlab.training.loop import learning_rate, train
 from tests.conftest import tiny_config
 from tests.test_cli import assert_user_error, run
 
@@ -126,7 +127,7 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_model(tiny_corpus, tmp_pa
     epoch; the model and checkpoint written before stay as they were, and so does the log."""
     import torch
 
-    import seqlab.training as training
+    import seqlab.training.loop as training
     config = _short_run(tiny_corpus, 2)
     train(config, tmp_path / "run", progress=False)
     saved = {p.name: p.read_bytes() for p in (tmp_path / "run" / "model").iterdir()}

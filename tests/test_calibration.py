@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 
 from seqlab import Tagger
-from seqlab.calibration import Likelihood, expected_calibration_error, fit_temperature
+from seqlab.evaluation.calibration import Likelihood, expected_calibration_error, fit_temperature
 from seqlab.config import config_from_dict
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders.softmax import SoftmaxDecoder
 from seqlab.errors import SeqlabError

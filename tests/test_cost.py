@@ -28,12 +28,12 @@ import torch
 from seqlab import Tagger
 from seqlab.cli import main
 from seqlab.config import config_from_dict, load_config
-from seqlab.cost import Budget, Cost, OverBudget, padded, parameter_shapes
+from seqlab.runtime.cost import Budget, Cost, OverBudget, padded, parameter_shapes
 from seqlab.data.corpus import load_corpus
 from seqlab.data.sentence import Sentence
 from seqlab.decoders import TagSet
 from seqlab.errors import SeqlabError
-from seqlab.model import TaggerNet
+from seqlab.tagging.network import TaggerNet
 from tests.conftest import SAMPLE, first_sentences, tiny_config, torch_threads
 from tests.test_flat import ORGS, make_corpus, raw_config
 
@@ -376,7 +376,7 @@ def test_a_safetensors_header_that_does_not_fit_is_one_error(models, tmp_path, c
 
 
 def test_loading_reads_each_file_once_and_within_its_limit(models, tmp_path, monkeypatch):
-    from seqlab import modelfile
+    from seqlab.tagging import modelfile
     reads = []
     real = modelfile.ModelSource.head
 

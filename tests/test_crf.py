@@ -1,4 +1,4 @@
-"""Tests of seqlab.crf.CRF against brute-force enumeration on tiny inputs."""
+"""Tests of seqlab.crf.crf.CRF against brute-force enumeration on tiny inputs."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqlab.crf import CRF, DISALLOWED_SCORE
-from seqlab.crf_partition import alpha_recursion
+from seqlab.crf.crf import CRF, DISALLOWED_SCORE
+from seqlab.crf.partition import alpha_recursion
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -309,7 +309,7 @@ def test_one_token_sentence():
 
 @pytest.mark.parametrize("seed", range(30))
 def test_hand_written_log_partition_gradient_equals_autograd(seed):
-    """log Z's closed-form gradient (seqlab.crf_partition) against autograd through the recorded
+    """log Z's closed-form gradient (seqlab.crf.partition) against autograd through the recorded
     forward recursion: every parameter and the emissions, with padding, constraints and weights."""
     num_tags, batch, seq_len = 1 + seed % 6, 1 + seed % 4, 1 + seed % 7
     crf = make_crf(num_tags, seed, constrained=seed % 2 == 1)
@@ -334,7 +334,7 @@ def test_hand_written_log_partition_gradient_equals_autograd(seed):
 def test_log_partition_in_numpy_equals_the_torch_recursions(seed, monkeypatch):
     """On CPU, LogPartition runs in NumPy float64; the PyTorch recursions (kept for GPUs) give the same log Z
     and gradients: to float64 rounding on float64 inputs, to float32 rounding on the float32 a model trains in."""
-    import seqlab.crf_partition as partition
+    import seqlab.crf.partition as partition
     monkeypatch.setattr(partition, "PAIR_BLOCK", 1 if seed % 3 == 0 else partition.PAIR_BLOCK)  # a step a block
     num_tags, batch, seq_len = 2 + seed % 6, 1 + seed % 4, 1 + seed % 9
     for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 2e-5)):
@@ -361,8 +361,8 @@ def _partition_inputs(crf: CRF, em: torch.Tensor, mask: torch.Tensor):
 
 
 def _compiled_partition():
-    """seqlab.crf_compiled.CompiledPartition, or a skip where Numba is missing."""
-    from seqlab.crf_compiled import CompiledPartition, kernels
+    """seqlab.crf.compiled.CompiledPartition, or a skip where Numba is missing."""
+    from seqlab.crf.compiled import CompiledPartition, kernels
     if kernels() is None:
         pytest.skip("numba is not installed (a dependency of seqlab): the compiled recursions are absent")
     return CompiledPartition
@@ -375,7 +375,7 @@ def test_probability_space_recursions_equal_the_log_space_ones(seed, compiled):
     (crf_partition._ScaledPartition as NumPy calls, crf_compiled.CompiledPartition compiled by Numba); they equal
     the log-space recursions' (_NumpyPartition) to float64 rounding: padding with absurd values, constraints,
     one-token sentences, emissions spread up to 30 apart, emissions in float32 and float64, contiguous or not."""
-    from seqlab.crf_partition import _NumpyPartition, _ScaledPartition
+    from seqlab.crf.partition import _NumpyPartition, _ScaledPartition
     scaled_class = _compiled_partition() if compiled else _ScaledPartition
     num_tags, batch, seq_len = 1 + seed % 7, 1 + seed % 5, 1 + seed % 11
     crf = make_crf(num_tags, seed, constrained=seed % 2 == 1, scale=(1.0, 3.0, 10.0)[seed % 3])
@@ -399,7 +399,7 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     value of that step underflows float64 to 0, so log Z and its gradients come from the log-space recursions
     (and equal brute force), as do the confidences' marginals; a gradient whose marginals underflow falls back
     the same way."""
-    import seqlab.crf_partition as partition
+    import seqlab.crf.partition as partition
     allowed = torch.tensor([[False, True], [False, True]])  # nothing enters tag 0 after step 0
     crf = CRF(2, allowed=allowed).double()
     em = torch.tensor([[[0.0, 0.0], [1000.0, 0.0], [0.0, 0.5]]], dtype=torch.float64, requires_grad=True)
@@ -411,7 +411,7 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     grad, = torch.autograd.grad(log_z.sum(), [em])
     assert torch.isfinite(grad).all() and grad[0, 1].tolist() == pytest.approx([0.0, 1.0])
 
-    with torch.no_grad():  # the confidences' forward-backward (seqlab.posteriors) takes the same exact path
+    with torch.no_grad():  # the confidences' forward-backward (seqlab.crf.posteriors) takes the same exact path
         marginals = crf.marginals(em.detach(), mask)[0]
     paths = brute_all(crf, em[0].detach())
     expected = torch.zeros(3, 2, dtype=torch.float64)
@@ -433,7 +433,7 @@ def test_compiled_recursions_hand_underflows_to_the_log_space_ones(monkeypatch):
     """The compiled recursions (crf_compiled) find the same underflows as the NumPy ones: the forward one raises,
     and LogPartition then takes the log-space recursions (brute force's log Z); a gradient whose marginals
     underflow comes from the log-space gradient. Without Numba, the NumPy probability-space recursions run."""
-    import seqlab.crf_partition as partition
+    import seqlab.crf.partition as partition
     compiled_class = _compiled_partition()
     allowed = torch.tensor([[False, True], [False, True]])
     crf = CRF(2, allowed=allowed).double()
@@ -465,7 +465,7 @@ def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(m
     must stay far below the allowed paths (it was floored at log(tiny) = -87, so 200 - 87 outweighed them and log
     Z came out near 113). log Z, its gradient and the marginals with gradients equal brute force over the
     allowed paths, and every gradient is finite."""
-    import seqlab.crf_partition as partition
+    import seqlab.crf.partition as partition
     monkeypatch.setattr(partition, "CPU_NUMPY", False)
     allowed = torch.tensor([[False, True], [False, True]])
     crf = CRF(2, allowed=allowed)
@@ -489,7 +489,7 @@ def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(m
 
 @pytest.mark.parametrize("seed", range(40))
 def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
-    """CPU decoding runs in NumPy (seqlab.viterbi); it must give the PyTorch loop's paths and scores,
+    """CPU decoding runs in NumPy (seqlab.crf.viterbi); it must give the PyTorch loop's paths and scores,
     ties included: small integer scores make many paths tie, and both pick the lowest tag index."""
     g = torch.Generator().manual_seed(seed)
     num_tags, batch, seq_len = 1 + seed % 6, 1 + seed % 5, 1 + seed % 8
@@ -525,9 +525,9 @@ def integer_case(g: torch.Generator, num_tags: int, batch: int, seq_len: int, al
 
 @pytest.mark.parametrize("seed", range(6))
 def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
-    """Batches of (batch x tags x tags) >= seqlab.viterbi.TORCH_ADD_FROM take the PyTorch-add path of
+    """Batches of (batch x tags x tags) >= seqlab.crf.viterbi.TORCH_ADD_FROM take the PyTorch-add path of
     the NumPy decoder; its paths and scores are the PyTorch loop's too, ties and padding included."""
-    from seqlab.viterbi import TORCH_ADD_FROM
+    from seqlab.crf.viterbi import TORCH_ADD_FROM
     g = torch.Generator().manual_seed(100 + seed)
     num_tags, batch, seq_len = 20 + 4 * seed, 25 + 9 * seed, 3 + 5 * seed
     assert batch * num_tags * num_tags >= TORCH_ADD_FROM
@@ -543,9 +543,9 @@ def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_max_only_viterbi_equals_the_pointer_keeping_one(seed, monkeypatch):
     """Large batches keep only maxima on the way forward and recompute the pointers on the way back
-    (seqlab.viterbi.MAX_ONLY_FROM): the same paths and scores as keeping every pointer and as the PyTorch
+    (seqlab.crf.viterbi.MAX_ONLY_FROM): the same paths and scores as keeping every pointer and as the PyTorch
     loop, with ties (small integer scores), padding, one-token sentences and constraints."""
-    import seqlab.viterbi as V
+    import seqlab.crf.viterbi as V
     g = torch.Generator().manual_seed(300 + seed)
     num_tags, batch, seq_len = 2 + 5 * seed, 2 + 7 * seed, 1 + 4 * seed
     crf, em, lengths = integer_case(g, num_tags, batch, seq_len, 0.4 if seed % 2 else None)
@@ -657,8 +657,8 @@ def test_numpy_forward_backward_equals_the_torch_recursions(constrained):
     """The NumPy recursions that confidences use at CPU inference (seqlab/posteriors.py) against the
     PyTorch ones that training uses, with padding and constraint penalties; and marginals with and without
     gradients (which pick one or the other) agree."""
-    from seqlab.crf_partition import alpha_recursion, beta_recursion
-    from seqlab.posteriors import forward_backward
+    from seqlab.crf.partition import alpha_recursion, beta_recursion
+    from seqlab.crf.posteriors import forward_backward
     crf = make_crf(6, seed=11, constrained=constrained)
     em = rand_emissions(4, 9, 6, seed=12)
     mask = torch.arange(9)[None] < torch.tensor([9, 1, 5, 8])[:, None]

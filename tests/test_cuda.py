@@ -16,7 +16,7 @@ import torch
 from seqlab import Tagger
 from seqlab.config import config_from_dict
 from seqlab.data.readers import read_bmes, read_conll
-from seqlab.training import train
+from seqlab.training.loop import train
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 from tests.test_crf import make_crf, padded_batch
 
@@ -35,8 +35,8 @@ def test_crf_on_the_gpu_equals_the_cpu(seed, constrained, host, monkeypatch):
     """log Z and its gradients, Viterbi paths and scores, marginals and the 3 best paths on the GPU against the
     CPU's (float64, padded rows of garbage): the GPU's recursions and Viterbi run on the host (the default for
     training and for batches of 1-2) or as PyTorch operations on the GPU."""
-    from seqlab import crf as crf_module
-    from seqlab import crf_partition
+    from seqlab.crf import crf as crf_module
+    from seqlab.crf import partition as crf_partition
     monkeypatch.setattr(crf_partition, "GPU_ON_HOST", host)
     monkeypatch.setattr(crf_module, "GPU_HOST_VITERBI_ROWS", 6 if host else 0)
     crf = make_crf(7, seed, constrained)
@@ -223,7 +223,7 @@ def test_the_service_tags_on_the_gpu_what_it_tags_on_the_cpu(gpu_run, monkeypatc
     pytest.importorskip("fastapi", reason="serving needs the extra seqlab[serve]")
     from fastapi.testclient import TestClient
 
-    from seqlab.serve import app_from_env, create_app
+    from seqlab.serving.app import app_from_env, create_app
     name, model, sentences, _ = gpu_run
     if name != "bilstm-crf":
         pytest.skip("one architecture is enough for the service")
@@ -239,7 +239,7 @@ def test_the_service_tags_on_the_gpu_what_it_tags_on_the_cpu(gpu_run, monkeypatc
 
 def test_calibration_on_the_gpu_fits_the_cpus_temperature(gpu_run):
     """`seqlab calibrate --device cuda`: the temperature fitted on the GPU is the CPU's, to float rounding."""
-    from seqlab.calibration import fit_temperature
+    from seqlab.evaluation.calibration import fit_temperature
     name, model, sentences, _ = gpu_run
     if name not in ("bilstm-crf", "att-bilstm-cnn"):  # a CRF and a softmax decoder
         pytest.skip("two decoders are enough for calibration")

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.decoders import DECODERS, CRFDecoderConfig, NoExactNBest, SoftmaxDecoderConfig, TagSet
 from seqlab.decoders.base import Decoder
 

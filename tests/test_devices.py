@@ -8,8 +8,8 @@ import threading
 import pytest
 import torch
 
-from seqlab import devices
-from seqlab.devices import run_concurrently
+from seqlab.runtime import devices
+from seqlab.runtime.devices import run_concurrently
 from tests.conftest import torch_threads
 
 CPU = torch.device("cpu")

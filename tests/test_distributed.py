@@ -22,10 +22,10 @@ from safetensors.torch import load_file
 
 from seqlab.config import config_from_dict
 from seqlab.data.batching import Encoded, batch_groups
-from seqlab.distributed import RankFailed, Ranks, _context, _exit_with_launcher, _failure, _stop, _watch
+from seqlab.training.distributed import RankFailed, Ranks, _context, _exit_with_launcher, _failure, _stop, _watch
 from seqlab.errors import SeqlabError
-from seqlab.io import recover_dir
-from seqlab.training import TrainResult, train, train_seeds
+from seqlab.io.files import recover_dir
+from seqlab.training.loop import TrainResult, train, train_seeds
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 
 # 21 sentences in batches of 5: four batches split 3 + 2 between two ranks, and one of a single sentence
@@ -150,13 +150,13 @@ def test_nproc_out_of_range_is_a_one_line_error(value, capsys):
 
 
 def test_seeds_run_each_seed_on_nproc_processes(tiny_corpus, tmp_path, monkeypatch):
-    import seqlab.distributed
+    import seqlab.training.distributed
     calls = []
 
     def fake_launch(config, out_dir, data_root, resume, progress, nproc):
         calls.append((config.train.seed, Path(out_dir).name, nproc))
         return TrainResult(Path(out_dir), 1, {"f1": float(config.train.seed)}, None, 1, 1.0)
-    monkeypatch.setattr(seqlab.distributed, "launch", fake_launch)
+    monkeypatch.setattr(seqlab.training.distributed, "launch", fake_launch)
     summary = train_seeds(_config(tiny_corpus, 1), tmp_path / "multi", [4, 5], progress=False, nproc=2)
     assert calls == [(4, "seed-4", 2), (5, "seed-5", 2)]
     assert summary["dev"]["values"] == [4.0, 5.0]

@@ -94,7 +94,7 @@ def _features(make) -> "CharFeatures":
 
 def _run(features, chars: torch.Tensor) -> torch.Tensor:
     """(distinct_tokens, out) through CharFeatures.forward, each row its own one-token sentence."""
-    from seqlab.context import Context
+    from seqlab.nn.context import Context
     rows = torch.arange(len(chars))[:, None]  # (batch = distinct, seq = 1)
     ctx = Context.of(torch.ones(len(chars), 1, dtype=torch.bool))
     return features({"chars": chars, "rows": rows}, ctx)[:, 0]
@@ -258,7 +258,7 @@ def test_char_features_gradients_are_the_same_bits_on_every_run():
     advanced indexing, that sum (index_put_ with accumulate on CPU) came out in a different order on every backward
     (200 of 200 runs differed in the last bits) and training runs with one seed drifted apart; by index_select
     its order is fixed."""
-    from seqlab.context import Context
+    from seqlab.nn.context import Context
     features = _features(lambda: CharCNN(20, 6, 64, [3])).train()
     g = torch.Generator().manual_seed(0)
     chars = _chars([3, 5, 2, 4, 6] * 10, 6, seed=4)  # 50 distinct tokens

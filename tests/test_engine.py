@@ -84,7 +84,7 @@ def test_a_time_step_loop_is_refused_not_run_wrong(tiny_corpus):
 
 
 def test_auto_runs_small_batches_on_onnxruntime_and_large_ones_eagerly(shared_tiny_model, monkeypatch):
-    from seqlab.engine import AUTO_ROWS
+    from seqlab.runtime.engine import AUTO_ROWS
     path, model = shared_tiny_model
     sentences = read_conll(path, label_column=None)
     eager, auto = Tagger.load(model), Tagger.load(model, engine="auto")
@@ -202,7 +202,7 @@ def test_predict_workers_and_server_on_onnxruntime(shared_tiny_model, capsys):
     pytest.importorskip("fastapi", reason="serving needs the extra seqlab[serve]")
     from fastapi.testclient import TestClient
 
-    from seqlab.serve import create_app
+    from seqlab.serving.app import create_app
     path, model = shared_tiny_model
     assert main(["-q", "predict", str(model), str(path), "--engine", "torch"]) == 0
     eager = capsys.readouterr().out
@@ -222,7 +222,7 @@ def test_predict_workers_and_server_on_onnxruntime(shared_tiny_model, capsys):
 def test_pairwise_tensors_are_bounded_by_running_batches_in_parts(tiny_corpus, monkeypatch):
     """PSA's additive scores are one (rows, T, T, d) tensor in the exported graph: a batch over the budget
     runs in parts (same predictions), and a sentence over 8 budgets alone is refused, not run out of memory."""
-    import seqlab.engine as engine
+    import seqlab.runtime.engine as engine
     tagger, sentences = _built(tiny_corpus, encoders=[{"type": "bilstm", "hidden": 16},
                                                       {"type": "psa_fusion", "window": 4}])
     expected = tagger.predict(sentences, confidence=True)
@@ -242,7 +242,7 @@ def test_pairwise_tensors_are_bounded_by_running_batches_in_parts(tiny_corpus, m
 
 
 def test_onnxruntime_is_refused_for_a_network_off_the_cpu():
-    from seqlab.engine import refuse_off_cpu
+    from seqlab.runtime.engine import refuse_off_cpu
     refuse_off_cpu(torch.device("cpu"))
     with pytest.raises(SeqlabError, match=r"^--engine onnxruntime runs on the CPU; the network is on cuda:0$"):
         refuse_off_cpu(torch.device("cuda", 0))

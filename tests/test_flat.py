@@ -15,7 +15,7 @@ import torch
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.readers import read_bmes
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_long
@@ -31,7 +31,7 @@ from seqlab.encoders.flat import (
 from seqlab.errors import SeqlabError
 from seqlab.features.bigrams import BigramsConfig, bigrams
 from seqlab.features.lattice import LatticeConfig
-from seqlab.lexicon import Lexicon, jieba_dict_path, read_word_file
+from seqlab.features.lexicon import Lexicon, jieba_dict_path, read_word_file
 from tests.conftest import assert_same_on_two_threads
 
 FIGURE1 = list("重庆人和药店")  # the paper's Figure 1: Chongqing Renhe Pharmacy
@@ -369,7 +369,7 @@ def make_corpus(path: Path, n: int = 20, seed: int = 0) -> None:
 
 @pytest.fixture(scope="module")
 def flat_run(tmp_path_factory):
-    from seqlab.training import train
+    from seqlab.training.loop import train
     root = tmp_path_factory.mktemp("flat")
     corpus, lexicon = root / "train.bmes", root / "lexicon.txt"
     make_corpus(corpus)
@@ -460,7 +460,7 @@ def test_training_splits_long_sentences_and_keeps_every_token():
 
 def test_warmup_is_linear_over_steps():
     from seqlab.config import TrainConfig
-    from seqlab.training import learning_rate
+    from seqlab.training.loop import learning_rate
     cfg = TrainConfig(lr=0.01, lr_decay=0.0, warmup_epochs=2)
     assert learning_rate(cfg, 0, 0, 10) == pytest.approx(0.01 / 20)
     assert learning_rate(cfg, 1, 4, 10) == pytest.approx(0.01 * 15 / 20)

@@ -121,7 +121,7 @@ def test_config_loader_on_edited_real_configs(tmp_path, edits):
     cfg = only_seqlab_errors(config_from_dict, raw)
     if cfg is not None:  # a config that validates also builds (sizes walked at load time)
         from seqlab.decoders import TagSet
-        from seqlab.model import TaggerNet
+        from seqlab.tagging.network import TaggerNet
         feats = {name: fc.build(name) for name, fc in cfg.model.embedder.features.items()}
         for f in feats.values():
             if hasattr(f, "vocab"):

@@ -10,10 +10,10 @@ import torch
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders import LabelDTConfig, TagSet
-from seqlab.dt import DTRNN, TGRUCell
+from seqlab.nn.dt import DTRNN, TGRUCell
 from seqlab.encoders import GlobalContextConfig
 from seqlab.errors import SeqlabError
 from tests.conftest import (

@@ -9,7 +9,7 @@ import sys
 import weakref
 from pathlib import Path
 
-from seqlab.heap import freeze_loaded
+from seqlab.runtime.heap import freeze_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqlab import jsonload
-from seqlab.jsonload import MAX_DEPTH, NestingError
+from seqlab.io import jsonload
+from seqlab.io.jsonload import MAX_DEPTH, NestingError
 
 JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
                     lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=5), kids,

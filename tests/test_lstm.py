@@ -10,9 +10,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.encoders.bilstm import BiLSTMEncoder
-from seqlab.lstm import BiLSTM, gather_steps, reversal_index
+from seqlab.nn.lstm import BiLSTM, gather_steps, reversal_index
 
 
 @pytest.mark.parametrize("grad", [True, False], ids=["padded-kernel", "packed-kernel"])

@@ -1,4 +1,4 @@
-"""Named models (seqlab.named_models): a model argument that is a name is found in $SEQLAB_MODELS (then the
+"""Named models (seqlab.tagging.named_models): a model argument that is a name is found in $SEQLAB_MODELS (then the
 repository's models/); every command and Tagger.load take one; `seqlab models` lists them; an unknown name is one
 line listing the known names, exit 2."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.errors import SeqlabError
-from seqlab.named_models import ENV, available, resolve_model
+from seqlab.tagging.named_models import ENV, available, resolve_model
 
 CARD = {"name": "tiny-chunk", "language": "en", "task": "chunking", "description": "a test chunker",
         "data": {"name": "20 CoNLL-2000 sentences"}, "recipe": {"config": "tests/conftest.py"},
@@ -85,9 +85,9 @@ def test_commands_take_a_name(models, shared_tiny_model, capsys, tmp_path):
 
 def test_serve_gets_the_folder_of_a_name(models, monkeypatch):
     """serve hands its workers an absolute path: a name is resolved first."""
-    import seqlab.serve
+    import seqlab.serving.app
     called = []
-    monkeypatch.setattr(seqlab.serve, "run_server", lambda model, *args: called.append(model))
+    monkeypatch.setattr(seqlab.serving.app, "run_server", lambda model, *args: called.append(model))
     assert main(["-q", "serve", "tiny-chunk"]) == 0
     assert called == [str(models / "tiny-chunk")]
 
@@ -108,7 +108,7 @@ def test_models_command(models, capsys, monkeypatch, tmp_path):
     assert main(["-q", "models"]) == 0
     assert "card.json unreadable" in capsys.readouterr().out
     monkeypatch.setenv(ENV, str(tmp_path / "empty"))
-    monkeypatch.setattr("seqlab.named_models.repository_models", lambda: tmp_path / "none")
+    monkeypatch.setattr("seqlab.tagging.named_models.repository_models", lambda: tmp_path / "none")
     assert main(["-q", "models"]) == 0
     assert capsys.readouterr().out.startswith("no named models")
     assert main(["-q", "info", "en-ner"]) == 2

@@ -10,7 +10,7 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.errors import SeqlabError
-from seqlab.parallel import PredictOptions, tag_in_processes
+from seqlab.serving.parallel import PredictOptions, tag_in_processes
 from tests.test_cli import assert_user_error, run
 
 WORDS = ["Stocks", "of", "the", "company", "rose", "sharply", "on", "Monday", "in", "New", "York", "trading"]
@@ -88,7 +88,7 @@ def gcdt_model(tmp_path_factory) -> Path:
 
 def test_beam_applies_in_the_workers(gcdt_model, tmp_path, capsys):
     from seqlab.data.readers import read_raw
-    from seqlab.parallel import chunked, render_chunk
+    from seqlab.serving.parallel import chunked, render_chunk
     from seqlab.tagger import Tagger
     data = tmp_path / "text.txt"
     data.write_text(raw_text(100), encoding="utf-8")

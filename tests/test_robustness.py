@@ -527,7 +527,7 @@ def test_a_swap_killed_with_only_the_old_copy_left_gets_it_back(world, tmp_path)
 # ---- checkpoints: the optimiser state against the parameters ----
 
 def test_check_optimizer_state_names_a_tensor_of_another_shape(world):
-    from seqlab.checkpoint import check_optimizer_state, load_checkpoint
+    from seqlab.training.checkpoint import check_optimizer_state, load_checkpoint
     from seqlab.errors import SeqlabError
     from seqlab.tagger import Tagger
     folder = world["run"] / "checkpoint"

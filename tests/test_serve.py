@@ -13,7 +13,7 @@ from tests.conftest import tiny_config
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from seqlab.serve import create_app  # noqa: E402
+from seqlab.serving.app import create_app  # noqa: E402
 
 
 def test_predict_endpoint(tiny_corpus, tmp_path):
@@ -34,7 +34,7 @@ def test_predict_endpoint(tiny_corpus, tmp_path):
 
 @pytest.fixture(scope="module")
 def client(shared_tiny_model):
-    from seqlab.serve import Limits
+    from seqlab.serving.app import Limits
     return TestClient(create_app(Tagger.load(shared_tiny_model[1]),
                                  Limits(max_sentences=5, max_chars=300, max_body_bytes=4000)))
 
@@ -112,7 +112,7 @@ def test_concurrent_requests_share_network_calls(shared_tiny_model):
 def test_an_error_reaches_only_the_request_that_caused_it():
     import asyncio
 
-    from seqlab.batcher import MicroBatcher
+    from seqlab.serving.batcher import MicroBatcher
     from seqlab.errors import SeqlabError
 
     def run(sentences, options):
@@ -297,7 +297,7 @@ def test_workers_share_the_port_and_sigterm_stops_them_all(shared_tiny_model, tm
 
 
 def test_app_from_env_builds_a_worker_app_or_stops_the_supervisor(shared_tiny_model, monkeypatch, tmp_path):
-    from seqlab.serve import Limits, app_from_env
+    from seqlab.serving.app import Limits, app_from_env
     monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(shared_tiny_model[1]))
     monkeypatch.setenv("SEQLAB_SERVE_MAX_BATCH", "7")
     monkeypatch.setenv("SEQLAB_SERVE_MAX_WAIT_MS", "2.5")
@@ -327,7 +327,7 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
     import subprocess
     import sys
     port = _free_port()
-    script = ("import sys, seqlab.serve as s, seqlab.cli as cli\n"
+    script = ("import sys, seqlab.serving.app as s, seqlab.cli as cli\n"
               "s.Tagger.load = lambda *a, **k: None  # the parent's check only; workers are fresh processes\n"
               f"sys.exit(cli.main(['-q', 'serve', {str(tmp_path / 'nomodel')!r}, '--port', '{port}', "
               "'--workers', '2']))\n")
@@ -429,7 +429,7 @@ def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model, workers)
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        script = ("import sys, seqlab.serve as s, seqlab.cli as cli\n"
+        script = ("import sys, seqlab.serving.app as s, seqlab.cli as cli\n"
                   "def load(*a, **k): raise AssertionError('the model was loaded before the port was checked')\n"
                   "s.Tagger.load = load\n"
                   f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
@@ -497,7 +497,7 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
     import sys
     import urllib.request
     port = _free_port()
-    script = ("import sys, seqlab.supervisor as s, seqlab.cli as cli\n"
+    script = ("import sys, seqlab.serving.supervisor as s, seqlab.cli as cli\n"
               "s.REUSE_PORT = False\n"
               f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
               "'--workers', '2']))\n")
@@ -515,7 +515,7 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
 
 
 def test_back_off_doubles_for_quick_ends_up_to_its_cap_and_resets_after_a_stable_run():
-    from seqlab.backoff import Backoff
+    from seqlab.serving.backoff import Backoff
     policy = Backoff(first_s=0.5, cap_s=30, stable_s=30)
     assert [policy.delay(1.0) for _ in range(9)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
     assert policy.delay(30.0) == 0  # a worker that ran stable_s: replaced at once, and the count starts again
@@ -532,7 +532,7 @@ def test_heartbeats_come_from_the_event_loop_once_the_app_has_started():
     import time
     from types import SimpleNamespace
 
-    from seqlab.heartbeat import Heartbeat, Pulse, interval_for
+    from seqlab.serving.heartbeat import Heartbeat, Pulse, interval_for
 
     seen = []
 
@@ -604,8 +604,8 @@ def test_the_watchdog_judges_a_starting_worker_by_its_start_timeout_then_by_hear
     timeout_s of silence; a worker that has ended is not judged at all."""
     from types import SimpleNamespace
 
-    from seqlab.heartbeat import Pulse
-    from seqlab.supervisor import Watchdog, _Slot
+    from seqlab.serving.heartbeat import Pulse
+    from seqlab.serving.supervisor import Watchdog, _Slot
     counter = SimpleNamespace(value=0)
     slot = _Slot(process=SimpleNamespace(exitcode=None), pulse=Pulse(counter), started_at=100.0)
     watchdog = Watchdog(timeout_s=2, start_timeout_s=5)
@@ -747,7 +747,7 @@ def test_a_device_that_is_not_there_is_one_line_before_serving(shared_tiny_model
 
 
 def test_a_worker_app_runs_on_the_device_it_is_given(shared_tiny_model, monkeypatch):
-    from seqlab.serve import app_from_env
+    from seqlab.serving.app import app_from_env
     monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(shared_tiny_model[1]))
     monkeypatch.setenv("SEQLAB_SERVE_DEVICE", "cpu")
     assert TestClient(app_from_env()).get("/info").json()["device"] == "cpu"

@@ -1,4 +1,4 @@
-"""The spaCy component (seqlab.spacy_component): found through the spacy_factories entry point on
+"""The spaCy component (seqlab.integrations.spacy): found through the spacy_factories entry point on
 spacy.blank("en") (no spaCy model download), sets doc.ents / doc.spans / token tags from a seqlab model with
 confidences, aligned to spaCy's tokens, batched through nlp.pipe."""
 
@@ -32,8 +32,9 @@ def ner_model(shared_tiny_model, tmp_path_factory) -> Path:
 
 def test_registered_by_entry_point():
     from importlib.metadata import entry_points
+    from seqlab.integrations.spacy import make_component
     (point,) = [p for p in entry_points(group="spacy_factories") if p.name == "seqlab"]
-    assert point.value == "seqlab.spacy_component:make_component"
+    assert point.load() is make_component  # seqlab.integrations.spacy's, or an install's older path to it
     code = "import spacy; print(spacy.blank('en').has_factory('seqlab'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True"]  # found without an import of seqlab

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.batching import make_batches
 from seqlab.data.readers import read_conll
 from seqlab.decoders import DECODERS, Decoded, Decoder, DecoderConfig, NoExactNBest, TagSet

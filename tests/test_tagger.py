@@ -123,8 +123,8 @@ def test_char_lstm_and_pos_accuracy(tiny_corpus, tmp_path):
     assert result.dev["accuracy"] > 98.0
     # plain labels report token accuracy only: no chunk counts, no F1 key
     assert "f1" not in result.dev and "f1" not in json.loads((tmp_path / "run" / "results.json").read_text())["test"]
-    from seqlab.metrics import format_report
-    from seqlab.training import evaluate
+    from seqlab.evaluation.metrics import format_report
+    from seqlab.training.loop import evaluate
     report = format_report(evaluate(tmp_path / "run" / "model", tiny_corpus))
     assert report.startswith("processed ") and "accuracy:" in report and "FB1" not in report and "phrases" not in report
 
@@ -136,7 +136,7 @@ def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
     raw["train"]["max_epochs"] = 2
     config = config_from_dict(raw)
     from seqlab.data.readers import read_conll as rc
-    from seqlab.training import seed_everything
+    from seqlab.training.loop import seed_everything
     seed_everything(config.train.seed)
     before = Tagger.build(config, rc(tiny_corpus, label_column=2), "BIO").net.embedder.word.embed.weight.clone()
     train(config, tmp_path / "run", progress=False)
@@ -145,7 +145,7 @@ def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
 
 
 def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypatch):
-    from seqlab.model import TaggerNet
+    from seqlab.tagging.network import TaggerNet
     _, run, _ = trained
     tagger = Tagger.load(run / "model")
     calls = {"forward": 0, "encode": 0}
@@ -185,7 +185,7 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
 def test_small_cpu_batches_run_on_one_thread_and_the_setting_is_restored():
     import torch
 
-    from seqlab.devices import SMALL_BATCH, threads_for
+    from seqlab.runtime.devices import SMALL_BATCH, threads_for
     before = torch.get_num_threads()
     cpu = torch.device("cpu")
     try:
@@ -207,7 +207,7 @@ def test_batches_side_by_side_on_two_threads_predict_what_one_thread_does(traine
     tags, n-best lists and confidences are those of the same batches one after another on one thread."""
     import threading
 
-    from seqlab.devices import SMALL_BATCH
+    from seqlab.runtime.devices import SMALL_BATCH
     path, run, _ = trained
     tagger = Tagger.load(run / "model")
     sentences = read_conll(path, label_column=None)

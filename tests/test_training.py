@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from seqlab.averaging import WeightAverage
+from seqlab.training.averaging import WeightAverage
 from seqlab.config import TrainConfig, config_from_dict
 from seqlab.tagger import Tagger
-from seqlab.training import learning_rate, train, train_seeds
+from seqlab.training.loop import learning_rate, train, train_seeds
 from tests.conftest import tiny_config
 
 
@@ -209,7 +209,7 @@ def test_kill_in_the_folder_swap_or_after_the_log_append_resumes_bit_identical(t
     import os
     from safetensors.torch import load_file
 
-    import seqlab.io as sio
+    import seqlab.io.files as sio
     # deterministic: on a GPU the embedding backward adds with atomics in a varying order otherwise
     cfg2, cfg3, cfg4 = (_short(tiny_corpus, n, optimizer="sgd", lr=0.05, deterministic=True) for n in (2, 3, 4))
     train(cfg4, tmp_path / "full", progress=False)

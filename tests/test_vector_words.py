@@ -1,4 +1,4 @@
-"""Words the vectors know are never UNK (seqlab.features.words, seqlab.vectors.VectorIndex): a loaded model built
+"""Words the vectors know are never UNK (seqlab.features.words, seqlab.features.vectors.VectorIndex): a loaded model built
 on pre-trained vectors gives a word outside its vocabulary that word's vector, for frozen and fine-tuned tables;
 words in the vocabulary keep their predictions exactly."""
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from seqlab.data.sentence import Sentence
-from seqlab.vectors import VectorIndex, vector_index
+from seqlab.features.vectors import VectorIndex, vector_index
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 
 #: not one of these is in the 20 training sentences; GloVe 6B knows all but the last
@@ -32,7 +32,7 @@ def glove_config(path: Path, freeze: bool, pretrained: str = "glove-6b-50d", dim
 def glove_model(request, tmp_path_factory) -> tuple[Path, Path]:
     """(corpus, model folder) of a tiny chunker on GloVe 6B 50d whose vocabulary is the 20 training sentences'
     words (dev and test are the training file: no other word enters)."""
-    from seqlab.training import train
+    from seqlab.training.loop import train
     root = tmp_path_factory.mktemp("glove")
     path = root / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
@@ -98,7 +98,7 @@ def test_a_vector_file_and_its_recorded_path(tmp_path, monkeypatch, caplog):
     """A text vector file named by a relative path: the model records its absolute path; only the rows of the
     words met are read; a file that is gone is a warning, and its words are UNK as before."""
     from seqlab.tagger import Tagger
-    from seqlab.training import train
+    from seqlab.training.loop import train
     words = sorted({w.lower() for line in first_sentences(SAMPLE, 20).splitlines() if line for w in line.split()[:1]})
     rng = np.random.default_rng(0)
     lines = [f"{w} " + " ".join(f"{x:.4f}" for x in rng.normal(size=8)) for w in words + ["tokyo", "nintendo"]]

@@ -23,7 +23,7 @@ if CHROMIUM is None:
     pytest.skip("no Chromium on this machine (apt-get install chromium): the viewer test needs a browser",
                 allow_module_level=True)
 
-from seqlab.serve import create_app  # noqa: E402
+from seqlab.serving.app import create_app  # noqa: E402
 
 SENTENCE = "He reckons the current account deficit will narrow to only # 1.8 billion in September ."
 

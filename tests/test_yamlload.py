@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from seqlab.config import load_config
 from seqlab.errors import SeqlabError
-from seqlab.yamlload import MAX_DEPTH, MAX_NODES, load_yaml
+from seqlab.io.yamlload import MAX_DEPTH, MAX_NODES, load_yaml
 
 KEY = st.from_regex(r"[a-z][a-z_]{0,5}", fullmatch=True)
 LEAF = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False),

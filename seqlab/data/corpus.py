@@ -25,10 +25,10 @@ class Corpus:
 
 def read_file(path: Path, data: DataConfig, labeled: bool = True) -> list[Sentence]:
     """Read one file in the format the data config names (an annotation file, .jsonl / .json / .spacy, whatever
-    it names: :mod:`seqlab.annotations`, tokens by the config's tokenizer)."""
+    it names: :mod:`seqlab.data.annotations`, tokens by the config's tokenizer)."""
     if data.format == "jsonl" or path.suffix.lower() in (".jsonl", ".json", ".spacy"):
-        from seqlab.annotations import read_annotations
-        from seqlab.tokenization import model_tokenizer
+        from seqlab.data.annotations import read_annotations
+        from seqlab.data.tokenization import model_tokenizer
         scheme = data.scheme if data.scheme not in ("auto", "none") else "BIO"
         return read_annotations(path, model_tokenizer(data), scheme, labeled=labeled)
     if data.format == "bmes":

@@ -247,7 +247,7 @@ def write_conll(sentences: Sequence[Sentence], predictions: Sequence[Sequence[st
 
 def write_output(path: PathLike, text: str) -> None:
     """Write a user-named output file atomically (temp file + rename); a bad destination is a one-line error."""
-    from seqlab.io import atomic_write_text
+    from seqlab.io.files import atomic_write_text
     path = Path(path)
     if path.is_dir():
         raise SeqlabError("is a folder, not a file to write", path=path)

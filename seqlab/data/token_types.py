@@ -5,7 +5,7 @@ Inference collates a batch straight from its tokens (:func:`seqlab.data.batching
 featurizer used to find every token in a memo of its own (a dict lookup per token per featurizer, then a list of
 Python values turned into an array): on the CoNLL-2000 test set at batch 64, the words, casing and chars
 featurizers took 33 ms a pass on one thread, all of it holding Python's lock, so that the two batches tagged side
-by side (:func:`seqlab.devices.run_concurrently`) queued behind each other for it. Now :class:`TokenTypes` maps
+by side (:func:`seqlab.runtime.devices.run_concurrently`) queued behind each other for it. Now :class:`TokenTypes` maps
 each token of the batch to a type id with one dict lookup (:class:`TypedTokens`), and each featurizer keeps its
 value of every type in an array (:class:`TypeValues`, one int per type; the chars featurizer keeps each type's
 character ids), computed once per type the first time a batch holds it, and gathers the batch's values with one

@@ -2,7 +2,7 @@
 
 A decoder is built from its config with the input size and the tag set. ``loss`` may use the gold
 tags beyond scoring them (teacher forcing); ``decode`` returns a :class:`Decoded`; ``nbest`` returns
-:class:`~seqlab.crf.TagPath` lists and raises :class:`NoExactNBest` when the decoder cannot give an
+:class:`~seqlab.crf.crf.TagPath` lists and raises :class:`NoExactNBest` when the decoder cannot give an
 exact k-best, instead of quietly returning fewer paths. ``marginals`` (per-token tag probabilities)
 is optional.
 """
@@ -15,8 +15,8 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.crf import TagPath
+from seqlab.nn.context import Context
+from seqlab.crf.crf import TagPath
 from seqlab.data.schemes import allowed_transitions
 from seqlab.errors import SeqlabError
 from seqlab.registry import LayerConfig, Registry

@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.crf import CRF, TagPath
+from seqlab.nn.context import Context
+from seqlab.crf.crf import CRF, TagPath
 from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, ProbabilisticDecoderConfig, TagSet
 
 

@@ -20,11 +20,11 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.crf import TagPath
+from seqlab.nn.context import Context
+from seqlab.crf.crf import TagPath
 from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagSet
-from seqlab.dropout import Dropout
-from seqlab.dt import DTRNN
+from seqlab.nn.dropout import Dropout
+from seqlab.nn.dt import DTRNN
 from seqlab.encoders.gcdt import DTOptions
 from seqlab.registry import ConfigCheckError
 

@@ -8,8 +8,8 @@ from typing import Literal
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.crf import TagPath, kbest_paths
+from seqlab.nn.context import Context
+from seqlab.crf.crf import TagPath, kbest_paths
 from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, ProbabilisticDecoderConfig, TagSet
 
 

@@ -23,8 +23,8 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.dropout import Dropout
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.registry import ConfigCheckError
 

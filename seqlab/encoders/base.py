@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from torch import Tensor, nn
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.registry import LayerConfig, Registry
 
 ENCODERS: Registry = Registry("encoder")
@@ -44,7 +44,7 @@ class Encoder(nn.Module):
     """A contextual layer.
 
     ``forward(x, ctx)`` takes ``x`` of shape (batch, seq_len, input_dim) and a
-    :class:`~seqlab.context.Context` (mask, lengths, the batch's feature tensors, tensors published by
+    :class:`~seqlab.nn.context.Context` (mask, lengths, the batch's feature tensors, tensors published by
     earlier layers) and returns (batch, seq_len, output_dim). Values at padded positions of the output
     are unspecified; real positions must not depend on padding. A layer may publish tensors with
     ``ctx.publish(name, tensor)`` (attention maps, a global vector) and may name column ranges of its

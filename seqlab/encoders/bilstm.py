@@ -1,4 +1,4 @@
-"""Bidirectional LSTM encoder (padding never reaches a real token: see :mod:`seqlab.lstm`)."""
+"""Bidirectional LSTM encoder (padding never reaches a real token: see :mod:`seqlab.nn.lstm`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Literal
 from pydantic import Field, field_validator
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.dropout import Dropout
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
-from seqlab.lstm import BiLSTM
+from seqlab.nn.lstm import BiLSTM
 
 
 @ENCODERS.register

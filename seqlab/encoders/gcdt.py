@@ -1,7 +1,7 @@
 """GCDT's encoders (Liu et al. 2019, paper 004): deep-transition RNN layers and the global contextual
 encoder.
 
-``dt``: a (bi)directional deep-transition RNN (see :mod:`seqlab.dt`), or a conventional GRU with
+``dt``: a (bi)directional deep-transition RNN (see :mod:`seqlab.nn.dt`), or a conventional GRU with
 ``cell: gru``; ``layers > 1`` stacks them (the "stacked DT" of Table 6).
 
 ``global_context``: an independent bidirectional DT over the layer's input, pooled over the sentence
@@ -19,9 +19,9 @@ import torch
 from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.dropout import Dropout
-from seqlab.dt import BiDTRNN, DTRNN
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
+from seqlab.nn.dt import BiDTRNN, DTRNN
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.registry import ConfigCheckError, LayerConfig, check_error
 

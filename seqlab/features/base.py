@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.token_types import PerType, TypedTokens
 from seqlab.data.vocab import Vocab

@@ -15,7 +15,7 @@ from torch import Tensor
 from seqlab.data.sentence import Sentence
 from seqlab.features.base import FEATURES, FeatureConfig, VocabFeaturizer, pad_ids
 from seqlab.features.words import WordEmbedding
-from seqlab.vectors import fit_vocab_and_table
+from seqlab.features.vectors import fit_vocab_and_table
 
 END = "</s>"
 

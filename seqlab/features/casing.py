@@ -10,7 +10,7 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import CASING_CLASSES, CHIU_NICHOLS_CLASSES, casing_class, chiu_nichols_class
 from seqlab.errors import SeqlabError

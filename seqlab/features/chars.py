@@ -16,15 +16,15 @@ import torch
 from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import Vocab
 from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
                                   pad_flat, pad_ids)
 from seqlab.data.token_types import TypeArrays, TypedTokens, first_appearances
-from seqlab.lstm import BiLSTM
+from seqlab.nn.lstm import BiLSTM
 from seqlab.registry import ConfigCheckError, check_error
-from seqlab.versions import weights_key
+from seqlab.nn.versions import weights_key
 
 
 @FEATURES.register
@@ -332,7 +332,7 @@ class CharFeatures(FeatureModule):
     def _memoised(self, chars: Tensor) -> Tensor:
         """(distinct_tokens, out): memoised rows, the encoder run once on the rest. The lock is held to look
         rows up and to add new ones, not while the encoder runs: batches tagged side by side
-        (:func:`seqlab.devices.run_concurrently`) each encode their new tokens at the same time."""
+        (:func:`seqlab.runtime.devices.run_concurrently`) each encode their new tokens at the same time."""
         if len(chars) > MEMO_FLOATS // self.output_dim or chars.shape[1] > len(_MULTIPLIERS):
             return self.encoder(chars)  # more distinct tokens than a memo holds, or longer ones than it hashes
         ids = chars.numpy()  # (distinct_tokens, width)

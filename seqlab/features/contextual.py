@@ -29,7 +29,7 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pad_sequence
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
 from seqlab.features.base import (
@@ -103,7 +103,7 @@ class WindowMemo:
     def __init__(self, cap_bytes: int):
         self.cap_bytes, self.used_bytes = cap_bytes, 0
         self.states: dict[bytes, Tensor] = {}
-        self._lock = threading.Lock()  # batches tagged side by side (seqlab.devices.run_concurrently) add at once
+        self._lock = threading.Lock()  # batches tagged side by side (seqlab.runtime.devices.run_concurrently) add at once
 
     def __len__(self) -> int:
         return len(self.states)

@@ -31,13 +31,13 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.dropout import Dropout
+from seqlab.nn.dropout import Dropout
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids, string_list
-from seqlab.lexicon import JIEBA, Lexicon
-from seqlab.vectors import fit_vocab_and_table
+from seqlab.features.lexicon import JIEBA, Lexicon
+from seqlab.features.vectors import fit_vocab_and_table
 
 
 @FEATURES.register

@@ -7,7 +7,7 @@ its vector becomes an extra row of the embedding (:class:`WordEmbedding`'s ``ext
 tables alike. In a fine-tuned table such a word gets its pre-trained vector as it is, un-tuned (the trained rows
 moved during training; the new one never did), which is still nearer its meaning than the UNK row. Words in the
 vocabulary keep their rows and their predictions exactly. Only the rows of the words met are read
-(:class:`seqlab.vectors.VectorIndex`), and the extra rows stop at :data:`seqlab.vectors.MAX_EXTRA_BYTES` (then
+(:class:`seqlab.features.vectors.VectorIndex`), and the extra rows stop at :data:`seqlab.features.vectors.MAX_EXTRA_BYTES` (then
 UNK, with a warning). A vector file that is gone is a warning at load, and the words are UNK as before. The
 extra rows are not saved with the model, nor used by training (a model being trained never adds any), nor by
 an exported network (``seqlab export``): the ONNX engine runs batches with such words eagerly.
@@ -27,14 +27,14 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from seqlab import rows
-from seqlab.context import Context
+from seqlab.nn import rows
+from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import normalize_word
 from seqlab.features.base import (FEATURES, MEMO_TOKENS, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens,
                                   memo_lookup, memo_values, pad_flat, pad_ids)
 from seqlab.data.token_types import TypedTokens, TypeValues
-from seqlab.vectors import MAX_EXTRA_BYTES, fit_vocab_and_table, source_of, vector_index, vector_source_present
+from seqlab.features.vectors import MAX_EXTRA_BYTES, fit_vocab_and_table, source_of, vector_index, vector_source_present
 
 log = logging.getLogger("seqlab")
 
@@ -65,7 +65,7 @@ class WordEmbedding(FeatureModule):
             self.embed.weight.data.copy_(init)
         self.embed.weight.requires_grad_(not freeze)
         self.output_dim = dim
-        rows.mark(self.embed.weight)  # read only through rows.lookup: SGD may update it by rows (seqlab.rows)
+        rows.mark(self.embed.weight)  # read only through rows.lookup: SGD may update it by rows (seqlab.nn.rows)
         self.register_state_dict_pre_hook(_flush_rows)
         # rows of words met after training (their pre-trained vectors), ids len(table) onwards: a plain attribute,
         # neither a parameter nor saved; filled by WordsFeaturizer (capacity, dim), the first extra_count in use
@@ -93,7 +93,7 @@ class WordEmbedding(FeatureModule):
 
 
 def _flush_rows(module: WordEmbedding, prefix: str, keep_vars: bool) -> None:
-    """Before a state_dict: the table's pending row updates applied (seqlab.rows)."""
+    """Before a state_dict: the table's pending row updates applied (seqlab.nn.rows)."""
     rows.flush(module.embed.weight)
 
 

@@ -9,7 +9,7 @@ import torch
 from pydantic import TypeAdapter, ValidationError
 from torch import nn
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.encoders import psa
 from seqlab.encoders.psa import (
     AdditiveScores,

@@ -1,0 +1,1 @@
+"""Sentences, the files they come from, tag schemes, vocabularies and batches."""

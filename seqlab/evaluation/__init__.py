@@ -1,0 +1,1 @@
+"""Looking at results: scores and reports, calibration, error analyses, plots."""

@@ -1,0 +1,1 @@
+"""How a network runs: devices and threads, BLAS threads, memory cost, the onnxruntime engine."""

@@ -1,0 +1,1 @@
+"""The parts of the tagger: its network, its model files, model names."""

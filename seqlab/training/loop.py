@@ -1,0 +1,502 @@
+"""The training loop, multi-seed runs and evaluation of saved models.
+
+Layout of an output folder:
+    model/              best-dev model (config.json, vocab.json, model.safetensors)
+    checkpoint/         last epoch: model files + optimiser and trainer state (for --resume)
+    log.jsonl           one JSON line per epoch: loss, lr, dev scores, seconds, sentences/s, tokens/s
+    curves.png          loss and dev metric per epoch
+    results.json        dev and test scores of the best model
+    test.predictions.txt  conlleval-format predictions of the best model on the test set
+
+Several processes (``nproc``) train data-parallel (seqlab.training.distributed): each on its share of every batch,
+rank 0 alone writing these files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from seqlab.training.averaging import WeightAverage
+from seqlab.training.budget import Plan, RunClock
+from seqlab.training.checkpoint import check_optimizer_state, load_checkpoint, save_checkpoint
+from seqlab.config import ExperimentConfig, TrainConfig
+from seqlab.data.batching import batch_groups
+from seqlab.data.corpus import load_corpus, read_file
+from seqlab.data.readers import write_conll
+from seqlab.data.splitting import split_long
+from seqlab.runtime.devices import deterministic_algorithms, resolve_device
+from seqlab.training.distributed import Ranks
+from seqlab.errors import SeqlabError
+from seqlab.features.base import FeatureModule
+from seqlab.io.files import append_line, atomic_write_json, atomic_write_text, recover_dir
+from seqlab.evaluation.metrics import Scores
+from seqlab.training.optim import SGD, NAdam
+from seqlab.evaluation.plotting import plot_curves
+from seqlab.tagger import Tagger
+
+log = logging.getLogger("seqlab")
+
+
+@dataclass
+class TrainResult:
+    """What a finished run reports; ``dev``/``test`` are the best model's scores."""
+
+    out_dir: Path
+    best_epoch: int
+    dev: dict
+    test: dict | None
+    epochs_run: int
+    train_sentences_per_s: float
+    elapsed_s: float = 0.0  # wall-clock seconds of the whole run, earlier sessions' included
+
+
+def make_optimizer(params, cfg: TrainConfig, row_tables: bool = True) -> torch.optim.Optimizer:
+    # foreach: one multi-tensor update over all parameters instead of a per-tensor loop (PyTorch's
+    # default on CPU). A small gain: NAdam's step on the chunking model went from 5.3 to 5.0 ms (of an
+    # 18 ms batch-10 training step; most of it is the dense update of the word embedding matrix).
+    if cfg.optimizer == "sgd":
+        # fused: PyTorch's one-kernel update (CPU from torch 2.4), which also takes train_step's clipping factor
+        # (see clip_and_step); where the installed torch or the device has none, the multi-tensor update
+        # row_tables: embedding tables updated by the rows a batch read (seqlab.nn.rows), unless weight averaging reads
+        # every weight after each step
+        params, sgd = list(params), {"lr": cfg.lr, "momentum": cfg.momentum, "weight_decay": cfg.weight_decay,
+                                     "row_tables": row_tables and ROW_TABLES and not cfg.ema_decay}
+        if FUSED_SGD and hasattr(torch.nn.utils, "get_total_norm"):
+            try:
+                return SGD(params, fused=True, **sgd)  # torch's, counting its writes (see seqlab.training.optim.SGD)
+            except RuntimeError:
+                pass
+        return SGD(params, foreach=True, **sgd)
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
+    return NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)  # torch's update, fused on CPU
+
+
+def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig,
+               scale: float | None = None) -> torch.Tensor:
+    """One optimisation step on one batch (loss, backward, clipping, update): the per-sentence
+    losses, shape (batch,), detached. ``scale``: a data-parallel rank's weight of its summed loss
+    (:class:`seqlab.training.distributed.Shard`); None: the batch's sum or mean, as ``cfg.loss_reduction`` says."""
+    losses = net.loss(batch)  # (batch,)
+    if scale is None:
+        loss = losses.sum() if cfg.loss_reduction == "sum" else losses.mean()
+    else:
+        loss = losses.sum() * scale
+    clear_grads(optimizer)
+    loss.backward()
+    clip_and_step(optimizer, params, cfg.clip)
+    return losses.detach()
+
+
+#: Whether make_optimizer builds PyTorch's fused SGD where it can (tests and benchmarks compare with foreach).
+FUSED_SGD = True
+#: Whether make_optimizer's SGD updates embedding tables by rows (seqlab.nn.rows; benchmarks compare with the dense update).
+ROW_TABLES = True
+
+
+def clear_grads(optimizer: torch.optim.Optimizer) -> None:
+    """``optimizer.zero_grad(set_to_none=True)``'s effect, every gradient None, without its profiler label and
+    dispatch wrapper (about 150 against 30 us a step on the chunker's 18 tensors)."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            p.grad = None
+
+
+def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) -> None:
+    """Scale the gradients to a total norm of at most ``clip`` (as ``clip_grad_norm_``: factor clip / (norm +
+    1e-6) when below 1), then the optimiser's step. A fused SGD, and seqlab's NAdam where its step runs fused,
+    take the factor's inverse as their ``grad_scale`` and divide each gradient by it inside their update, which
+    saves a pass over every gradient (the word table's included); the same update to float rounding."""
+    fused = (isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
+             or isinstance(optimizer, (NAdam, SGD)) and optimizer.takes_grad_scale())
+    fused = fused and hasattr(torch.nn.utils, "get_total_norm")  # torch >= 2.6; else clip_grad_norm_ first
+    grads = [_norm_part(q) for q in params if q.grad is not None] if clip and fused else []
+    if grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
+        norm = torch.nn.utils.get_total_norm(grads)
+        optimizer.grad_scale = (norm + 1e-6).div_(clip).clamp_(min=1.0)  # 1 / clip_grad_norm_'s factor
+        try:
+            optimizer.step()
+        finally:
+            del optimizer.grad_scale
+        return
+    if clip:
+        grads = [_norm_part(q) for q in params if q.grad is not None]
+        if any(q.grad is not None and q.grad.is_sparse for q in params):  # clip_grad_norm_ takes no sparse
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g).double() for g in grads]))
+            factor = clip / (float(norm) + 1e-6)
+            if factor < 1.0:
+                torch._foreach_mul_(grads, factor)  # a sparse gradient's values are its own
+        else:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+    optimizer.step()
+
+
+def _norm_part(q: torch.Tensor) -> torch.Tensor:
+    """The values whose norm is ``q.grad``'s: a row-sparse gradient (seqlab.nn.rows) coalesced, in place of ``q.grad``."""
+    if q.grad.is_sparse:
+        q.grad = q.grad.coalesce()
+        return q.grad.values()
+    return q.grad
+
+
+def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1, done: int | None = None,
+                  progress: float = 0.0) -> float:
+    """The rate for step ``step`` of ``steps`` in epoch ``epoch`` (0-based), ``done`` optimiser steps before it
+    in the whole run (default ``epoch * steps + step``), ``progress`` the share of the run behind it (0 to 1: of
+    the budget's training time, or of max_epochs' steps; seqlab.training.budget.Plan.progress).
+
+    ``inverse_time``: lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule).
+    ``step_halving``: lr_0 * 0.5 ** (max(0, done - hold) / half_life), at least ``lr_min`` (GCDT's code).
+    ``linear``: from lr_0 down to ``lr_min`` at the run's end; ``cosine``: the same along half a cosine.
+    Each is multiplied by a linear warm-up min(1, (epoch * steps + step + 1) / (warmup_epochs * steps))
+    when ``warmup_epochs`` > 0, and by min(1, progress / warmup_fraction) when ``warmup_fraction`` > 0."""
+    if done is None:
+        done = epoch * steps + step
+    if cfg.lr_schedule == "step_halving":
+        lr = max(cfg.lr * 0.5 ** (max(0, done - cfg.lr_hold_steps) / cfg.lr_half_life_steps), cfg.lr_min)
+    elif cfg.lr_schedule in ("linear", "cosine"):
+        rest = 1.0 - min(max(progress, 0.0), 1.0)  # 1 at the start, 0 at the end
+        if cfg.lr_schedule == "cosine":
+            rest = 0.5 * (1.0 - math.cos(math.pi * rest))
+        lr = cfg.lr_min + (cfg.lr - cfg.lr_min) * rest
+    else:
+        lr = cfg.lr / (1.0 + cfg.lr_decay * epoch)
+    if cfg.warmup_epochs:
+        lr *= min(1.0, (epoch * steps + step + 1) / (cfg.warmup_epochs * steps))
+    if cfg.warmup_fraction:
+        lr *= min(1.0, max(progress, 1e-3) / cfg.warmup_fraction)
+    return lr
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def scores_dict(scores: Scores) -> dict:
+    """The headline numbers of a :class:`Scores`, for logs."""
+    out: dict = scores.headline()
+    if scores.per_type:
+        out["per_type"] = {t: {"precision": s.precision, "recall": s.recall, "f1": s.f1}
+                           for t, s in scores.per_type.items()}
+    return out
+
+
+def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None = None, resume: bool = False,
+          progress: bool = True, nproc: int = 1) -> TrainResult:
+    """Train one model; early stopping on the dev metric; the best model is saved to ``out_dir/model``.
+    ``nproc`` > 1: DistributedDataParallel over that many processes, with the updates of one process."""
+    if nproc != 1:
+        from seqlab.training.distributed import launch
+        return launch(config, out_dir, data_root, resume, progress, nproc)
+    return train_rank(config, out_dir, data_root, resume, progress, Ranks())
+
+
+def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
+               ranks: Ranks) -> TrainResult | None:
+    """One process's part of :func:`train`: all of it, or a data-parallel rank's (None on ranks > 0)."""
+    with deterministic_algorithms(config.train.deterministic):
+        return _train_rank(config, out_dir, data_root, resume, progress, ranks)
+
+
+def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
+                ranks: Ranks) -> TrainResult | None:
+    clock = RunClock()  # the budget counts from here: loading the data and building the model included
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SeqlabError("--out names a file; training writes a folder there", path=out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SeqlabError(f"cannot create the output folder: {err.strerror}", path=out) from None
+    cfg = config.train
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    seed_everything(cfg.seed)
+    device = ranks.place(resolve_device(cfg.device))
+    corpus = load_corpus(config.data, data_root)
+    if cfg.max_length:
+        corpus.train, split = split_long(corpus.train, cfg.max_length, corpus.scheme)
+        if split:
+            log.info("split %d training sentences longer than %d tokens (train.max_length) into pieces: "
+                     "%d training sentences now", split, cfg.max_length, len(corpus.train))
+    metric = config.metric
+    ckpt_dir = out / "checkpoint"
+    extra: dict[str, torch.Tensor] = {}  # tensors the checkpoint holds besides model and optimiser
+    for folder in (out / "model", ckpt_dir):  # a kill inside a folder swap leaves both copies beside it
+        note = recover_dir(folder) if ranks.main else None
+        if note:
+            log.warning(note)
+    ranks.barrier()  # the other ranks read the checkpoint once rank 0 has put it back
+    if resume and (ckpt_dir / "trainer.json").is_file():
+        tagger = Tagger.load(ckpt_dir, device)
+        if tagger.config.model != config.model or tagger.config.data != config.data:
+            section = "model" if tagger.config.model != config.model else "data"
+            raise SeqlabError(f"--resume: the config's {section} section differs from the checkpoint's; a run "
+                              f"resumes with the {section} it started with (change only train.* keys)", path=ckpt_dir)
+        checkpoint = load_checkpoint(ckpt_dir)
+        state, extra = checkpoint.trainer, checkpoint.extra
+        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
+        trained_with = state.pop("optimizer_type", None)
+        if trained_with not in (None, type(optimizer).__name__):
+            raise SeqlabError(f"--resume: the checkpoint was trained with {trained_with}, the config asks for "
+                              f"train.optimizer={cfg.optimizer}; resume with the optimiser it was trained with",
+                              path=ckpt_dir)
+        check_optimizer_state(optimizer, checkpoint.optimizer, ckpt_dir)
+        try:
+            optimizer.load_state_dict(checkpoint.optimizer)
+        except (ValueError, KeyError, RuntimeError) as err:
+            raise SeqlabError(f"--resume: the checkpoint's optimiser state does not fit train.optimizer="
+                              f"{cfg.optimizer} ({err}); resume with the optimiser it was trained with",
+                              path=ckpt_dir) from None
+        checkpoint.restore_rng(device)
+        if ranks.main:
+            _trim_log(out / "log.jsonl", state["history"])
+        clock.before = state.get("elapsed", 0.0)  # time already spent counts against a budget
+        log.info("resuming from %s after epoch %d, step %d (%.0f s spent)", ckpt_dir, state["epoch"],
+                 state.get("step_in_epoch", 0), clock.before)
+    else:
+        if resume and (out / "log.jsonl").exists():
+            raise SeqlabError(f"--resume: no checkpoint in {ckpt_dir}, but log.jsonl records a run: refusing to "
+                              f"start it over (train without --resume, or into a new --out)", path=out)
+        if resume:
+            log.warning("no checkpoint in %s: starting from scratch", ckpt_dir)
+        if ranks.main and (out / "log.jsonl").exists():
+            (out / "log.jsonl").unlink()
+        tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
+        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
+        state = {"epoch": 0, "step_in_epoch": 0, "steps": 0, "elapsed": 0.0, "best": -math.inf, "best_epoch": 0,
+                 "bad_epochs": 0, "history": []}
+        out.mkdir(parents=True, exist_ok=True)
+        if ranks.main:
+            atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
+    net = tagger.net
+    params = [p for p in net.parameters() if p.requires_grad]
+    extra = ranks.own_rng(extra, cfg.seed, device)  # ranks > 0: dropout masks of their own
+    average = WeightAverage(net, cfg.ema_decay) if cfg.ema_decay and ranks.main else None
+    if average and extra:  # resuming: the average goes on from where it was
+        average.load_state_tensors(extra)
+    trained = ranks.replicate(tagger)  # what the steps call .loss on: the network, or DDP around it
+    train_enc = tagger.encode(corpus.train, with_tags=True)
+    for name, split in (("dev", corpus.dev), ("test", corpus.test)):
+        unseen = tagger.unseen_labels(split)
+        if unseen:  # e.g. CoNLL-2000 test has LST chunks that training never shows: conlleval counts them
+            log.warning("%s labels unseen in training, scored as misses: %s", name, dict(unseen))
+    n_tokens = sum(e.length for e in train_enc)
+    log.info("train %d sentences (%d tokens), dev %d, test %d; %d labels (%s scheme, trained as %s); %d parameters",
+             len(train_enc), n_tokens, len(corpus.dev), len(corpus.test), len(tagger.tags), corpus.scheme,
+             tagger.train_scheme, sum(p.numel() for p in params))
+
+    features = [m for m in net.modules() if isinstance(m, FeatureModule)]
+    for feature in features:  # dev scoring sees the same sentences every epoch (seqlab.features.contextual)
+        feature.remember_for_scoring(True)
+    budget = cfg.budget_seconds
+    per_epoch = len(batch_groups(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
+                                 rng=random.Random(cfg.seed * 100_003), length=cfg.batch_length))
+    plan = Plan(budget, cfg.max_epochs * per_epoch, cfg.budget_evals,
+                _token_ratio(corpus.test, corpus.dev), clock)
+    plan.remember(state.get("costs"))
+    if budget is not None:
+        log.info("budget %.0f s (%.0f s spent before): dev scored every %.0f s or more, patience not applied",
+                 budget, clock.before, budget / cfg.budget_evals)
+    done = state.get("steps")  # optimiser steps so far; None in checkpoints older than the count
+    if done is None:
+        done = state["epoch"] * per_epoch
+    segment = Segment()
+    # a resumed run that had ended (its plan done, or patience spent) goes on to the final scoring only
+    stop = bool(state["history"]) and (plan.finished(done) or state["epoch"] >= cfg.max_epochs
+                                       or budget is None and state["bad_epochs"] >= cfg.patience)
+    while not stop:
+        epoch, first = state["epoch"], state.get("step_in_epoch", 0)
+        groups = batch_groups(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
+                              rng=random.Random(cfg.seed * 100_003 + epoch), length=cfg.batch_length)
+        batches = ranks.shard(groups, train_enc, tagger.featurizers, cfg.loss_reduction)  # this rank's part of each
+        net.train()
+        per_step = cfg.per_step_rate or (cfg.warmup_epochs and epoch < cfg.warmup_epochs)
+        bar = tqdm(range(first, len(batches)), desc=f"epoch {epoch + 1}", disable=not progress, leave=False,
+                   mininterval=0.5, unit="batch")
+        for step in bar:
+            if per_step or step == first:
+                for group in optimizer.param_groups:
+                    group["lr"] = learning_rate(cfg, epoch, step, len(batches), done, plan.progress(done))
+            shard, started = batches[step], time.perf_counter()
+            losses = train_step(trained, shard.batch.to(device), optimizer, params, cfg, shard.scale)
+            loss = float(losses.sum())
+            if not math.isfinite(loss):
+                raise SeqlabError(f"training diverged: the loss is {loss} at epoch {epoch + 1}, step {step + 1}; "
+                                  f"nothing from this point was saved, {out / 'model'} and the checkpoint hold the "
+                                  f"last good state (lower train.lr, or set train.clip)")
+            if average:
+                average.update(net)
+            plan.costs.add_step(time.perf_counter() - started)
+            segment.add(loss if shard.counted else 0.0, groups[step], train_enc, time.perf_counter() - started)
+            done += 1
+            epoch_end = step + 1 == len(batches)
+            state.update(epoch=epoch + epoch_end, step_in_epoch=0 if epoch_end else step + 1, steps=done)
+            decide = (plan.eval_due(epoch_end), plan.finished(done))
+            if budget is not None:  # the clock decides: rank 0's reading for every rank
+                decide = ranks.broadcast(decide)
+            if not (decide[0] or decide[1] or not state["history"] and epoch_end):
+                continue
+            epochs = epoch + 1 if epoch_end else round(epoch + (step + 1) / len(batches), 3)
+            state = _score(tagger, corpus.dev, metric, state, segment.record(epochs, ranks), plan, average, out,
+                           ranks, device, optimizer, clock)
+            segment = Segment()
+            stop = decide[1] or (budget is None and state["bad_epochs"] >= cfg.patience)
+            if stop:
+                break
+        bar.close()
+        stop = stop or state["epoch"] >= cfg.max_epochs
+
+    for feature in features:
+        feature.remember_for_scoring(False)
+    if not ranks.main:
+        return None
+
+    history = state["history"]
+    plot_curves(history, out / "curves.png", metric)
+    best = Tagger.load(out / "model", device)
+    dev = state.get("best_dev") or scores_dict(best.evaluate(corpus.dev, unseen="score").scores)
+    test = None
+    if corpus.test:
+        evaluation = best.evaluate(corpus.test, unseen="score")
+        test = scores_dict(evaluation.scores)
+        write_conll(corpus.test, evaluation.predictions, out / "test.predictions.txt")
+    speeds = [h["sentences_per_s"] for h in history if h.get("sentences_per_s")]
+    results = {"best_epoch": state["best_epoch"], "epochs_run": state["epoch"], "metric": metric,
+               "dev": dev, "test": test, "seed": cfg.seed,
+               "train_sentences_per_s": round(statistics.fmean(speeds), 1) if speeds else None,
+               "steps": done, "budget_s": budget, "elapsed_s": round(clock.elapsed(), 1)}
+    atomic_write_json(out / "results.json", results)
+    return TrainResult(out, state["best_epoch"], results["dev"], test, state["epoch"],
+                       results["train_sentences_per_s"] or 0.0, results["elapsed_s"])
+
+
+@dataclass
+class Segment:
+    """The training since the last dev scoring: summed loss, sentences, tokens, seconds of steps."""
+
+    loss: float = 0.0
+    sentences: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, loss: float, group: list[int], items, seconds: float) -> None:
+        self.loss += loss
+        self.sentences += len(group)
+        self.tokens += sum(items[i].length for i in group)
+        self.seconds += seconds
+
+    def record(self, epochs: int | float, ranks: Ranks) -> dict:
+        """The log record's training part (collective: the loss of every rank's sentences)."""
+        seconds = max(self.seconds, 1e-9)
+        return {"epoch": epochs, "loss": ranks.sum(self.loss) / max(self.sentences, 1),
+                "seconds": round(self.seconds, 3), "sentences_per_s": round(self.sentences / seconds, 1),
+                "tokens_per_s": round(self.tokens / seconds, 1)}
+
+
+def _score(tagger: Tagger, dev_set, metric: str, state: dict, record: dict, plan: Plan, average, out: Path,
+           ranks: Ranks, device, optimizer, clock: RunClock) -> dict:
+    """Score dev, keep the model if it is the best so far, log a record and write the checkpoint; every rank
+    calls it and gets rank 0's counters back."""
+    rank_rngs = ranks.rng_states(device)  # for the checkpoint
+    if not ranks.main:  # rank 0 alone scores dev, logs and saves; the others take its counters
+        return ranks.broadcast(state)
+    bad = [name for name, p in tagger.net.named_parameters() if not torch.isfinite(p).all()]
+    if bad:
+        raise SeqlabError(f"training diverged: non-finite weights ({bad[0]}) at epoch {record['epoch']}; nothing "
+                          f"from this point was saved, {out / 'model'} and the checkpoint hold the last good state "
+                          f"(lower train.lr, or set train.clip)")
+    scored = average.swapped_into(tagger) if average else contextlib.nullcontext()
+    with scored:  # the dev score and the best model: averaged weights if there is an average
+        started = time.perf_counter()
+        dev = scores_dict(tagger.evaluate(dev_set, unseen="score").scores)
+        plan.scored(time.perf_counter() - started)
+        improved = dev[metric] > state["best"]
+        if improved:
+            tagger.save(out / "model")
+    record = {**record, "lr": optimizer.param_groups[0]["lr"], "dev": dev,
+              "dev_seconds": round(plan.costs.dev, 3), "elapsed": round(clock.elapsed(), 1)}
+    if improved:
+        state.update(best=dev[metric], best_epoch=record["epoch"], best_dev=dev, bad_epochs=0)
+    else:
+        state["bad_epochs"] += 1
+    state["history"].append(record)
+    state.update(elapsed=record["elapsed"], costs=plan.measured())
+    append_line(out / "log.jsonl", json.dumps(record))
+    save_checkpoint(out / "checkpoint", tagger, optimizer, state,
+                    {**(average.state_tensors() if average else {}), **rank_rngs})
+    log.info("epoch %s  loss %.3f  dev %s %.2f%s  %.0f s  %.1fs (%.0f sent/s)", record["epoch"], record["loss"],
+             metric, dev[metric], " *" if improved else "", record["elapsed"], record["seconds"],
+             record["sentences_per_s"])
+    return ranks.broadcast(state)
+
+
+def _token_ratio(test, dev) -> float:
+    """Tokens of the test set over those of dev: the final scoring's cost in dev scorings."""
+    return sum(len(s.tokens) for s in test or []) / max(sum(len(s.tokens) for s in dev), 1)
+
+
+def _trim_log(path: Path, history: list[dict]) -> None:
+    """Make the log hold exactly the records the checkpoint covers (one per dev scoring): a kill between the log
+    append and the checkpoint save leaves one more line, for steps the resumed run trains again, and a kill inside
+    an append a cut line. The checkpoint's history is the truth; the log is rewritten from it when they differ."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    records = [json.dumps(h) for h in history]
+    if lines != records:
+        log.warning("log.jsonl: %d line(s) where the checkpoint has %d records (a kill between the log and the "
+                    "checkpoint, or inside an append): rewritten from the checkpoint; steps after it are trained "
+                    "again", len(lines), len(records))
+        atomic_write_text(path, "".join(line + "\n" for line in records))
+
+
+def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int], data_root: str | None = None,
+                resume: bool = False, progress: bool = True, nproc: int = 1) -> dict:
+    """One run per seed in ``out_dir/seed-N`` (each on ``nproc`` processes); returns and writes mean, std and
+    max of the dev/test metric."""
+    out = Path(out_dir)
+    results = []
+    for seed in seeds:
+        cfg = config.model_copy(update={"train": config.train.model_copy(update={"seed": seed})})
+        results.append(train(cfg, out / f"seed-{seed}", data_root, resume, progress, nproc))
+    metric = config.metric
+    summary: dict = {"metric": metric, "seeds": seeds}
+    for split in ("dev", "test"):
+        values = [getattr(r, split)[metric] for r in results if getattr(r, split)]
+        if values:
+            summary[split] = {"values": values, "mean": statistics.fmean(values),
+                              "std": statistics.stdev(values) if len(values) > 1 else 0.0, "max": max(values)}
+    atomic_write_json(out / "summary.json", summary)
+    return summary
+
+
+def evaluate(model: Tagger | str | Path, data: str | Path, output: str | Path | None = None,
+             batch_size: int | None = None, strict: bool = False, device: str = "cpu",
+             beam: int | None = None, engine: str = "torch") -> Scores:
+    """Score a model on a labeled file (read in the model's own data format); optionally write predictions.
+    Gold labels unseen in training are scored as misses with a warning, or refused when ``strict``."""
+    tagger = model if isinstance(model, Tagger) else Tagger.load(model, device, engine)
+    if beam:
+        tagger.set_beam(beam)
+    sentences = read_file(Path(data), tagger.config.data)
+    if any(s.labels is None for s in sentences):
+        raise SeqlabError("evaluation needs gold labels", path=data)
+    evaluation = tagger.evaluate(sentences, batch_size, "error" if strict else "warn")
+    if output:
+        write_conll(sentences, evaluation.predictions, output)
+    return evaluation.scores
