@@ -292,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_train(args) -> None:
     from seqlab.config import load_config
-    from seqlab.training.loop import train, train_seeds
+    from seqlab.training import train, train_seeds
     overrides = list(args.set)
     if args.max_epochs:
         overrides.append(f"train.max_epochs={args.max_epochs}")
@@ -315,7 +315,7 @@ def _headline(scores: dict | None) -> dict | None:
 def cmd_evaluate(args) -> None:
     from seqlab.evaluation.metrics import format_report, format_span_analysis
     from seqlab.tagger import Tagger
-    from seqlab.training.loop import evaluate
+    from seqlab.training import evaluate
     tagger = Tagger.load(args.model, args.device, args.engine)
     tagger.max_length = args.max_length
     scores = evaluate(tagger, args.data, args.output, args.batch_size, args.strict, args.device, args.beam,
@@ -367,9 +367,9 @@ def cmd_predict(args) -> None:
     """Tags a file or stdin of any size in constant memory: sentences are read lazily and tagged and
     written chunk by chunk (``--chunk`` sentences), in input order; with ``--workers N`` the chunks are
     tagged in N processes (:mod:`seqlab.serving.parallel`), the output unchanged."""
-    from seqlab.data.readers import numbered_lines, iter_conll, iter_raw
+    from seqlab.data.readers import chunked, iter_conll, iter_raw, numbered_lines
     from seqlab.runtime.heap import freeze_loaded
-    from seqlab.serving.parallel import PredictOptions, chunked, render_chunk, tag_in_processes
+    from seqlab.serving.parallel import PredictOptions, render_chunk, tag_in_processes
     from seqlab.tagger import Tagger
     tagger = Tagger.load(args.model, args.device, args.engine)
     if args.beam:
@@ -486,7 +486,8 @@ def cmd_export(args) -> None:
 
 def cmd_serve(args) -> None:
     from seqlab.tagging.named_models import resolve_model
-    from seqlab.serving.app import Limits, run_server
+    from seqlab.serving.app import Limits
+    from seqlab.serving.serve import run_server
     from seqlab.serving.supervisor import Watchdog
     model = str(resolve_model(args.model))  # a name -> its folder: the workers get the path
     run_server(model, args.host, args.port, args.max_batch, args.max_wait_ms, args.workers, args.engine,
@@ -517,7 +518,7 @@ def cmd_demo(args) -> None:
     from seqlab.config import load_config
     from seqlab.evaluation.metrics import format_report
     from seqlab.tagger import Tagger
-    from seqlab.training.loop import evaluate, train
+    from seqlab.training import evaluate, train
     config_path = Path(__file__).parent / "resources" / "demo.yaml"
     overrides = [f"train.max_epochs={args.max_epochs}"] if args.max_epochs else []
     config = load_config(config_path, overrides)

@@ -28,7 +28,7 @@ def tiny_corpus(tmp_path: Path) -> Path:
 def train_tiny(tmp_path_factory, name: str, make_config) -> tuple[Path, Path, object]:
     """Write the 20-sentence corpus in a fresh folder and train ``make_config(path)`` on it:
     returns (corpus path, run folder, TrainResult)."""
-    from seqlab.training.loop import train
+    from seqlab.training import train
     root = tmp_path_factory.mktemp(name)
     path = root / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")

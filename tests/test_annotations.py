@@ -253,7 +253,7 @@ def test_convert_command(conll, tmp_path, capsys):
 @pytest.fixture(scope="module")
 def jsonl_model(tmp_path_factory) -> tuple[Path, Path]:
     """A tiny chunker trained from doccano JSONL (data.format: jsonl): (the JSONL file, the model folder)."""
-    from seqlab.training.loop import train
+    from seqlab.training import train
     root = tmp_path_factory.mktemp("jsonl")
     (root / "tiny.txt").write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
     data = root / "tiny.jsonl"
@@ -269,7 +269,7 @@ def jsonl_model(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_jsonl_training_and_evaluation(jsonl_model):
     from seqlab.tagger import Tagger
-    from seqlab.training.loop import evaluate
+    from seqlab.training import evaluate
     data, model = jsonl_model
     tagger = Tagger.load(model)
     assert tagger.config.data.format == "jsonl" and tagger.scheme == "BIO"

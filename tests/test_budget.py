@@ -12,7 +12,7 @@ from seqlab.config import parse_duration
 from seqlab.training.budget import Plan, RunClock
 from seqlab.config import TrainConfig, config_from_dict
 from seqlab.errors import SeqlabError
-from seqlab.training.loop import learning_rate, train
+from seqlab.training import learning_rate, train
 from tests.conftest import tiny_config
 from tests.test_cli import assert_user_error, run
 

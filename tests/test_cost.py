@@ -33,6 +33,8 @@ from seqlab.data.corpus import load_corpus
 from seqlab.data.sentence import Sentence
 from seqlab.decoders import TagSet
 from seqlab.errors import SeqlabError
+from seqlab.tagging import inference
+from seqlab.tagging.encoding import as_sentences
 from seqlab.tagging.network import TaggerNet
 from tests.conftest import SAMPLE, first_sentences, tiny_config, torch_threads
 from tests.test_flat import ORGS, make_corpus, raw_config
@@ -200,16 +202,16 @@ def test_batches_over_the_budget_run_in_parts_with_the_same_predictions(models, 
     with torch_threads(2):
         before = [p.to_dict() for p in tagger.predict(sentences, batch_size=12, confidence=True, explain=True)]
     seen = []
-    real = Tagger._tag_batch
+    real = inference.tag_batch
 
-    def spy(self, batch, *args, **kwargs):
+    def spy(tagger, batch, *args, **kwargs):
         lattice = max([batch.mask.shape[1], *(t.shape[1] + batch.mask.shape[1] for f in batch.features.values()
                                               for name, t in f.items() if name == "heads")])
         seen.append((len(batch.index), lattice, threading.current_thread() is threading.main_thread()))
-        return real(self, batch, *args, **kwargs)
-    monkeypatch.setattr(Tagger, "_tag_batch", spy)
+        return real(tagger, batch, *args, **kwargs)
+    monkeypatch.setattr(inference, "tag_batch", spy)
     cost = tagger.cost(0, explain=True)
-    longest = max(len(tagger._as_sentences(s)[0].tokens) for s in sentences) * (2 if kind == "flat" else 1)
+    longest = max(len(as_sentences(s, tagger.config.data)[0].tokens) for s in sentences) * (2 if kind == "flat" else 1)
     tagger.memory_budget = 2 * 3 * (cost.batch(1, longest) + cost.kept(longest))  # 3 of the longest per part
     with torch_threads(2):
         after = [p.to_dict() for p in tagger.predict(sentences, batch_size=12, confidence=True, explain=True)]
@@ -241,6 +243,8 @@ def test_the_estimate_bounds_the_measured_peak(models, kind, tmp_path):
         import torch
         torch.set_num_threads(1)
         from seqlab import Tagger
+        from seqlab.tagging.encoding import as_sentences
+        from seqlab.tagging.inference import row_lengths
         tagger = Tagger.load(sys.argv[1])
         line = open(sys.argv[2], encoding="utf-8").read().strip()
         tagger.predict([line[:20]])
@@ -252,7 +256,7 @@ def test_the_estimate_bounds_the_measured_peak(models, kind, tmp_path):
         before = status("VmRSS")
         tagger.predict([line], confidence=True)
         peak = status("VmHWM") - before
-        length = max(tagger._lengths(tagger._as_sentences([line]), [0], tagger.budget()))
+        length = max(row_lengths(tagger, as_sentences([line], tagger.config.data), [0], tagger.budget()))
         print(json.dumps([peak, tagger.cost().batch(1, length)]))
     """
     (tmp_path / "line.txt").write_text(text(kind, 1500), encoding="utf-8")

@@ -320,7 +320,7 @@ def test_hand_written_log_partition_gradient_equals_autograd(seed):
     log_z = crf.log_partition(em, mask)
     got = torch.autograd.grad((log_z * weights).sum(), inputs)
     trimmed, tmask, _ = crf._trim(em, mask)
-    trans, start, end = crf._potentials()
+    trans, start, end = crf.potentials()
     alphas = alpha_recursion(trimmed, trans, start, tmask)  # recorded by autograd, outside the Function
     reference = torch.logsumexp(alphas[:, -1] + end, dim=1)
     # the same recursion; on CPU log Z runs in NumPy, whose vectorised exp/log may round differently from torch's
@@ -356,7 +356,7 @@ def test_log_partition_in_numpy_equals_the_torch_recursions(seed, monkeypatch):
 def _partition_inputs(crf: CRF, em: torch.Tensor, mask: torch.Tensor):
     """The NumPy arrays LogPartition hands its CPU recursions: emissions, trans, start and end with the
     constraint penalties added, mask."""
-    trans, start, end = crf._potentials()
+    trans, start, end = crf.potentials()
     return [x.detach().numpy() for x in (em, trans, start, end, mask)]
 
 
@@ -372,11 +372,11 @@ def _compiled_partition():
 @pytest.mark.parametrize("seed", range(24))
 def test_probability_space_recursions_equal_the_log_space_ones(seed, compiled):
     """On CPU, log Z and its gradients come from recursions in probability space, rescaled at each step
-    (crf_partition._ScaledPartition as NumPy calls, crf_compiled.CompiledPartition compiled by Numba); they equal
-    the log-space recursions' (_NumpyPartition) to float64 rounding: padding with absurd values, constraints,
+    (crf.host.ScaledPartition as NumPy calls, crf.compiled.CompiledPartition compiled by Numba); they equal
+    the log-space recursions' (NumpyPartition) to float64 rounding: padding with absurd values, constraints,
     one-token sentences, emissions spread up to 30 apart, emissions in float32 and float64, contiguous or not."""
-    from seqlab.crf.partition import _NumpyPartition, _ScaledPartition
-    scaled_class = _compiled_partition() if compiled else _ScaledPartition
+    from seqlab.crf.host import NumpyPartition, ScaledPartition
+    scaled_class = _compiled_partition() if compiled else ScaledPartition
     num_tags, batch, seq_len = 1 + seed % 7, 1 + seed % 5, 1 + seed % 11
     crf = make_crf(num_tags, seed, constrained=seed % 2 == 1, scale=(1.0, 3.0, 10.0)[seed % 3])
     em, mask = padded_batch([seq_len] + [1 + (seed * 7 + b) % seq_len for b in range(batch - 1)], num_tags, seed)
@@ -387,7 +387,7 @@ def test_probability_space_recursions_equal_the_log_space_ones(seed, compiled):
         em = em.transpose(0, 1).contiguous().transpose(0, 1)
     inputs = _partition_inputs(crf, em, mask)
     weights = torch.randn(batch, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).numpy()
-    scaled, log_space = scaled_class(*inputs), _NumpyPartition(*inputs)
+    scaled, log_space = scaled_class(*inputs), NumpyPartition(*inputs)
     assert scaled.log_z == pytest.approx(log_space.log_z, rel=1e-12, abs=1e-11)
     for got, expected in zip(scaled.gradients(weights), log_space.gradients(weights)):
         assert got.shape == expected.shape
@@ -399,13 +399,13 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     value of that step underflows float64 to 0, so log Z and its gradients come from the log-space recursions
     (and equal brute force), as do the confidences' marginals; a gradient whose marginals underflow falls back
     the same way."""
-    import seqlab.crf.partition as partition
+    import seqlab.crf.host as host
     allowed = torch.tensor([[False, True], [False, True]])  # nothing enters tag 0 after step 0
     crf = CRF(2, allowed=allowed).double()
     em = torch.tensor([[[0.0, 0.0], [1000.0, 0.0], [0.0, 0.5]]], dtype=torch.float64, requires_grad=True)
     mask = torch.ones(1, 3, dtype=torch.bool)
-    with pytest.raises(partition._Underflow):
-        partition._ScaledPartition(*_partition_inputs(crf, em, mask))
+    with pytest.raises(host.Underflow):
+        host.ScaledPartition(*_partition_inputs(crf, em, mask))
     log_z = crf.log_partition(em, mask)
     assert log_z.item() == pytest.approx(logsumexp(brute_all(crf, em[0].detach(), only_allowed=True).values()))
     grad, = torch.autograd.grad(log_z.sum(), [em])
@@ -423,16 +423,17 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     em2, mask2 = padded_batch([4, 2, 3], 3, seed=5)
     inputs = _partition_inputs(make_crf(3, 5), em2, mask2)
     weights = torch.rand(3, generator=torch.Generator().manual_seed(1), dtype=torch.float64).numpy()
-    scaled = partition._ScaledPartition(*inputs)
+    scaled = host.ScaledPartition(*inputs)
     scaled.alphas[1, 0] = 0.0  # as if row 0's probabilities at step 1 had underflowed
-    for got, expected in zip(scaled.gradients(weights), partition._NumpyPartition(*inputs).gradients(weights)):
+    for got, expected in zip(scaled.gradients(weights), host.NumpyPartition(*inputs).gradients(weights)):
         torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
 
 
 def test_compiled_recursions_hand_underflows_to_the_log_space_ones(monkeypatch):
-    """The compiled recursions (crf_compiled) find the same underflows as the NumPy ones: the forward one raises,
+    """The compiled recursions (crf.compiled) find the same underflows as the NumPy ones: the forward one raises,
     and LogPartition then takes the log-space recursions (brute force's log Z); a gradient whose marginals
     underflow comes from the log-space gradient. Without Numba, the NumPy probability-space recursions run."""
+    import seqlab.crf.host as host
     import seqlab.crf.partition as partition
     compiled_class = _compiled_partition()
     allowed = torch.tensor([[False, True], [False, True]])
@@ -440,9 +441,9 @@ def test_compiled_recursions_hand_underflows_to_the_log_space_ones(monkeypatch):
     em = torch.tensor([[[0.0, 0.0], [1000.0, 0.0], [0.0, 0.5]]], dtype=torch.float64, requires_grad=True)
     mask = torch.ones(1, 3, dtype=torch.bool)
     inputs = _partition_inputs(crf, em, mask)
-    with pytest.raises(partition._Underflow):
+    with pytest.raises(host.Underflow):
         compiled_class(*inputs)
-    assert isinstance(partition._cpu_partition(*inputs), partition._NumpyPartition)
+    assert isinstance(partition._cpu_partition(*inputs), host.NumpyPartition)
     log_z = crf.log_partition(em, mask)
     assert log_z.item() == pytest.approx(logsumexp(brute_all(crf, em[0].detach(), only_allowed=True).values()))
 
@@ -452,11 +453,11 @@ def test_compiled_recursions_hand_underflows_to_the_log_space_ones(monkeypatch):
     weights = torch.rand(3, generator=torch.Generator().manual_seed(1), dtype=torch.float64).numpy()
     scaled = compiled_class(*inputs)
     scaled.alphas[0, 1] = 0.0  # as if row 0's probabilities at step 1 had underflowed
-    for got, expected in zip(scaled.gradients(weights), partition._NumpyPartition(*inputs).gradients(weights)):
+    for got, expected in zip(scaled.gradients(weights), host.NumpyPartition(*inputs).gradients(weights)):
         torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
 
     monkeypatch.setattr(partition, "kernels", lambda: None)  # as where Numba is not installed
-    assert isinstance(partition._cpu_partition(*inputs), partition._ScaledPartition)
+    assert isinstance(partition._cpu_partition(*inputs), host.ScaledPartition)
 
 
 def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(monkeypatch):
@@ -662,7 +663,7 @@ def test_numpy_forward_backward_equals_the_torch_recursions(constrained):
     crf = make_crf(6, seed=11, constrained=constrained)
     em = rand_emissions(4, 9, 6, seed=12)
     mask = torch.arange(9)[None] < torch.tensor([9, 1, 5, 8])[:, None]
-    trans, start, end = crf._potentials()
+    trans, start, end = crf.potentials()
     with torch.no_grad():
         alphas = alpha_recursion(em, trans, start, mask)
         betas = beta_recursion(em, trans, end, mask)

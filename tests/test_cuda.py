@@ -16,7 +16,7 @@ import torch
 from seqlab import Tagger
 from seqlab.config import config_from_dict
 from seqlab.data.readers import read_bmes, read_conll
-from seqlab.training.loop import train
+from seqlab.training import train
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 from tests.test_crf import make_crf, padded_batch
 

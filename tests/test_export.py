@@ -39,7 +39,7 @@ def test_exported_bilstm_crf_tags_like_the_model(fmt, shared_tiny_model, tmp_pat
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_exported_flat_tags_like_the_model(fmt, tmp_path_factory, tmp_path):
     from seqlab.config import config_from_dict
-    from seqlab.training.loop import train
+    from seqlab.training import train
     from tests.test_flat import ORGS, make_corpus, raw_config
     root = tmp_path_factory.mktemp("flatx")
     corpus, lexicon = root / "train.bmes", root / "lexicon.txt"

@@ -369,7 +369,7 @@ def make_corpus(path: Path, n: int = 20, seed: int = 0) -> None:
 
 @pytest.fixture(scope="module")
 def flat_run(tmp_path_factory):
-    from seqlab.training.loop import train
+    from seqlab.training import train
     root = tmp_path_factory.mktemp("flat")
     corpus, lexicon = root / "train.bmes", root / "lexicon.txt"
     make_corpus(corpus)
@@ -460,7 +460,7 @@ def test_training_splits_long_sentences_and_keeps_every_token():
 
 def test_warmup_is_linear_over_steps():
     from seqlab.config import TrainConfig
-    from seqlab.training.loop import learning_rate
+    from seqlab.training import learning_rate
     cfg = TrainConfig(lr=0.01, lr_decay=0.0, warmup_epochs=2)
     assert learning_rate(cfg, 0, 0, 10) == pytest.approx(0.01 / 20)
     assert learning_rate(cfg, 1, 4, 10) == pytest.approx(0.01 * 15 / 20)

@@ -85,9 +85,9 @@ def test_commands_take_a_name(models, shared_tiny_model, capsys, tmp_path):
 
 def test_serve_gets_the_folder_of_a_name(models, monkeypatch):
     """serve hands its workers an absolute path: a name is resolved first."""
-    import seqlab.serving.app
+    import seqlab.serving.serve
     called = []
-    monkeypatch.setattr(seqlab.serving.app, "run_server", lambda model, *args: called.append(model))
+    monkeypatch.setattr(seqlab.serving.serve, "run_server", lambda model, *args: called.append(model))
     assert main(["-q", "serve", "tiny-chunk"]) == 0
     assert called == [str(models / "tiny-chunk")]
 

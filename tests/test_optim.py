@@ -1,6 +1,6 @@
 """seqlab.training.optim.NAdam: torch.optim.NAdam's update, to the bit in its multi-tensor step (without the slow square root of
 zeros) and to float rounding as two fused Adam calls; the fused SGD and NAdam that take the clipping factor
-(seqlab.training.loop.clip_and_step)."""
+(seqlab.training.step.clip_and_step)."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_fused_step_with_parameters_at_different_step_counts(monkeypatch):
 def test_fused_nadam_with_the_clipping_factor_equals_clip_grad_norm_then_nadam(clip, monkeypatch):
     """clip_and_step folds the clipping factor into the fused step (the first call divides the gradients by
     it in place): clip_grad_norm_ and torch.optim.NAdam to rounding, clipped on every step (0.5) or never."""
-    from seqlab.training.loop import clip_and_step
+    from seqlab.training import clip_and_step
     if not optim._HAS_FUSED_ADAM:
         pytest.skip(f"torch {torch.__version__} has no fused Adam on CPU")
     clip_grad_norm_, clips = torch.nn.utils.clip_grad_norm_, []
@@ -188,7 +188,7 @@ def test_fused_sgd_with_the_clipping_factor_equals_clip_grad_norm_then_sgd(clip,
     """make_optimizer's fused SGD, with clip_and_step folding the clipping factor into its update, against
     clip_grad_norm_ and torch's multi-tensor SGD: clipped every step (0.5), never (1e6) and no clipping; with
     float32 and float64 parameters together (count 3) the factor cannot be one grad_scale, and is applied first."""
-    from seqlab.training.loop import clip_and_step, make_optimizer
+    from seqlab.training import clip_and_step, make_optimizer
     cfg = _sgd_config()
     ours, theirs = _params()[:count], _params()[:count]
     fused = make_optimizer(ours, cfg)
@@ -217,7 +217,7 @@ def test_fused_sgd_with_the_clipping_factor_equals_clip_grad_norm_then_sgd(clip,
 def test_clip_and_step_on_an_sgd_resumed_from_a_multi_tensor_state():
     """An SGD state saved before the fused update (param group foreach, not fused) loads into make_optimizer's
     SGD; its steps then clip with clip_grad_norm_, as they did, and match the multi-tensor SGD."""
-    from seqlab.training.loop import clip_and_step, make_optimizer
+    from seqlab.training import clip_and_step, make_optimizer
     cfg = _sgd_config()
     ours, theirs = _params(), _params()
     old = torch.optim.SGD(theirs, lr=0.1, momentum=cfg.momentum, weight_decay=1e-3, foreach=True)
@@ -244,7 +244,7 @@ def test_fused_sgd_steps_are_seen_by_the_inference_caches():
     caches read (seqlab.nn.versions.weights_key): make_optimizer's SGD bumps them, so the BiLSTM's bidirectional
     inference copy built before a step is rebuilt after it (before, dev scoring read stale weights)."""
     from seqlab.nn.lstm import BiLSTM
-    from seqlab.training.loop import clip_and_step, make_optimizer
+    from seqlab.training import clip_and_step, make_optimizer
     torch.manual_seed(0)
     lstm = BiLSTM(5, 4).eval()
     params = list(lstm.parameters())
@@ -274,7 +274,7 @@ def test_step_hooks_and_the_profiler_label_still_work(make):
 
     from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-    from seqlab.training.loop import clear_grads
+    from seqlab.training import clear_grads
     torch.manual_seed(0)
     torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)  # PyTorch's classes wrapped as a program's would be
     torch.optim.NAdam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)

@@ -88,7 +88,8 @@ def gcdt_model(tmp_path_factory) -> Path:
 
 def test_beam_applies_in_the_workers(gcdt_model, tmp_path, capsys):
     from seqlab.data.readers import read_raw
-    from seqlab.serving.parallel import chunked, render_chunk
+    from seqlab.data.readers import chunked
+    from seqlab.serving.parallel import render_chunk
     from seqlab.tagger import Tagger
     data = tmp_path / "text.txt"
     data.write_text(raw_text(100), encoding="utf-8")

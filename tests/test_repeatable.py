@@ -8,7 +8,7 @@ import torch
 from safetensors.torch import load_file
 
 from seqlab.config import config_from_dict
-from seqlab.training.loop import train
+from seqlab.training import train
 from tests.test_cuda import _families
 
 

@@ -11,7 +11,7 @@ import torch
 from seqlab.nn import rows
 from seqlab.features.words import WordEmbedding
 from seqlab.training.optim import SGD
-from seqlab.training.loop import clip_and_step
+from seqlab.training import clip_and_step
 
 VOCAB, DIM = 60, 4
 
@@ -177,7 +177,7 @@ def test_other_updates_keep_the_dense_table(kwargs):
 
 def test_make_optimizer_leaves_the_table_dense_for_weight_averaging_and_data_parallel_ranks():
     from seqlab.config import load_config
-    from seqlab.training.loop import make_optimizer
+    from seqlab.training import make_optimizer
     cfg = load_config("configs/chunking-bilstm-crf.yaml", ["train.optimizer=sgd"]).train
     for config, row_tables, expected in ((cfg, True, True), (cfg, False, False),
                                          (cfg.model_copy(update={"ema_decay": 0.999}), True, False)):

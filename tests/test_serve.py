@@ -327,7 +327,7 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
     import subprocess
     import sys
     port = _free_port()
-    script = ("import sys, seqlab.serving.app as s, seqlab.cli as cli\n"
+    script = ("import sys, seqlab.serving.serve as s, seqlab.cli as cli\n"
               "s.Tagger.load = lambda *a, **k: None  # the parent's check only; workers are fresh processes\n"
               f"sys.exit(cli.main(['-q', 'serve', {str(tmp_path / 'nomodel')!r}, '--port', '{port}', "
               "'--workers', '2']))\n")
@@ -429,7 +429,7 @@ def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model, workers)
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        script = ("import sys, seqlab.serving.app as s, seqlab.cli as cli\n"
+        script = ("import sys, seqlab.serving.serve as s, seqlab.cli as cli\n"
                   "def load(*a, **k): raise AssertionError('the model was loaded before the port was checked')\n"
                   "s.Tagger.load = load\n"
                   f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "

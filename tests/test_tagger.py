@@ -124,7 +124,7 @@ def test_char_lstm_and_pos_accuracy(tiny_corpus, tmp_path):
     # plain labels report token accuracy only: no chunk counts, no F1 key
     assert "f1" not in result.dev and "f1" not in json.loads((tmp_path / "run" / "results.json").read_text())["test"]
     from seqlab.evaluation.metrics import format_report
-    from seqlab.training.loop import evaluate
+    from seqlab.training import evaluate
     report = format_report(evaluate(tmp_path / "run" / "model", tiny_corpus))
     assert report.startswith("processed ") and "accuracy:" in report and "FB1" not in report and "phrases" not in report
 
@@ -136,7 +136,7 @@ def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
     raw["train"]["max_epochs"] = 2
     config = config_from_dict(raw)
     from seqlab.data.readers import read_conll as rc
-    from seqlab.training.loop import seed_everything
+    from seqlab.training import seed_everything
     seed_everything(config.train.seed)
     before = Tagger.build(config, rc(tiny_corpus, label_column=2), "BIO").net.embedder.word.embed.weight.clone()
     train(config, tmp_path / "run", progress=False)
@@ -211,13 +211,14 @@ def test_batches_side_by_side_on_two_threads_predict_what_one_thread_does(traine
     path, run, _ = trained
     tagger = Tagger.load(run / "model")
     sentences = read_conll(path, label_column=None)
+    from seqlab.tagging import inference
     ran_on = []
-    tag_batch = Tagger._tag_batch
+    tag_batch = inference.tag_batch
 
-    def spy(self, batch, *args):
+    def spy(tagger, batch, *args):
         ran_on.append((threading.current_thread().name, len(batch.index), torch.get_num_threads()))
-        return tag_batch(self, batch, *args)
-    monkeypatch.setattr(Tagger, "_tag_batch", spy)
+        return tag_batch(tagger, batch, *args)
+    monkeypatch.setattr(inference, "tag_batch", spy)
     together = assert_same_on_two_threads(tagger, sentences, nbest=2, confidence=True)  # asserts the count restored
     alone, side_by_side = ran_on[:5], ran_on[5:]  # the helper tags on one thread first, then on two
     assert {name for name, _, _ in alone} == {threading.current_thread().name}

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 from seqlab.training.averaging import WeightAverage
 from seqlab.config import TrainConfig, config_from_dict
 from seqlab.tagger import Tagger
-from seqlab.training.loop import learning_rate, train, train_seeds
+from seqlab.training import learning_rate, train, train_seeds
 from tests.conftest import tiny_config
 
 

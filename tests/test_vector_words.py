@@ -32,7 +32,7 @@ def glove_config(path: Path, freeze: bool, pretrained: str = "glove-6b-50d", dim
 def glove_model(request, tmp_path_factory) -> tuple[Path, Path]:
     """(corpus, model folder) of a tiny chunker on GloVe 6B 50d whose vocabulary is the 20 training sentences'
     words (dev and test are the training file: no other word enters)."""
-    from seqlab.training.loop import train
+    from seqlab.training import train
     root = tmp_path_factory.mktemp("glove")
     path = root / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
@@ -68,8 +68,8 @@ def test_unknown_words_get_their_vectors(glove_model):
     # the predictions use them: the network's features for the sentence differ from those of the closed model
     other = closed(Tagger.load(model))
     with torch.no_grad():
-        features_open = tagger.net.eval()._encode(_batch(tagger, [Sentence(NEW)]))[0]
-        features_closed = other.net.eval()._encode(_batch(other, [Sentence(NEW)]))[0]
+        features_open = tagger.net.eval().encode(_batch(tagger, [Sentence(NEW)]))[0]
+        features_closed = other.net.eval().encode(_batch(other, [Sentence(NEW)]))[0]
     assert not torch.allclose(features_open, features_closed)
     assert tagger.predict([NEW])[0].tokens == NEW
 
@@ -98,7 +98,7 @@ def test_a_vector_file_and_its_recorded_path(tmp_path, monkeypatch, caplog):
     """A text vector file named by a relative path: the model records its absolute path; only the rows of the
     words met are read; a file that is gone is a warning, and its words are UNK as before."""
     from seqlab.tagger import Tagger
-    from seqlab.training.loop import train
+    from seqlab.training import train
     words = sorted({w.lower() for line in first_sentences(SAMPLE, 20).splitlines() if line for w in line.split()[:1]})
     rng = np.random.default_rng(0)
     lines = [f"{w} " + " ".join(f"{x:.4f}" for x in rng.normal(size=8)) for w in words + ["tokyo", "nintendo"]]

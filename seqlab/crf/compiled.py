@@ -1,11 +1,11 @@
 """The CRF's training recursions compiled to machine code (Numba), one loop nest per batch row.
 
-:class:`seqlab.crf.partition._ScaledPartition` runs the probability-space recursions as NumPy calls, a matrix
+:class:`seqlab.crf.host.ScaledPartition` runs the probability-space recursions as NumPy calls, a matrix
 product and three element-wise calls per time step forward and as many backward: at a chunker's sizes (ten
 sentences, 40 tags) each call does little more arithmetic than it costs to dispatch, and a batch-10 training step
 spent 0.5-0.9 ms there. :class:`CompiledPartition` computes the same quantities (same float64 formulas, Rabiner's
 scaling, the same underflow test) in two compiled kernels, a row at a time: about 2.5 times faster, equal to
-:class:`_ScaledPartition` to float64 rounding (tests/test_crf.py). Where Numba is not installed or cannot compile,
+:class:`ScaledPartition` to float64 rounding (tests/test_crf.py). Where Numba is not installed or cannot compile,
 :func:`kernels` returns None and the NumPy classes run instead.
 
 Shapes: emissions (batch, seq_len, tags) float32 or float64, any strides; trans (from, to), start, end (tags,)
@@ -18,6 +18,9 @@ import logging
 import math
 
 import numpy as np
+
+from seqlab.crf.host import NumpyPartition, Underflow
+from seqlab.runtime.blas import one_blas_thread
 
 _log = logging.getLogger(__name__)
 
@@ -144,15 +147,13 @@ def kernels() -> tuple | None:
 
 
 class CompiledPartition:
-    """log Z (``log_z``, (batch,) float64) and :meth:`gradients`, as :class:`seqlab.crf.partition._ScaledPartition`,
-    by the compiled kernels. Raises :class:`seqlab.crf.partition._Underflow` where the forward recursion underflows;
+    """log Z (``log_z``, (batch,) float64) and :meth:`gradients`, as :class:`seqlab.crf.host.ScaledPartition`,
+    by the compiled kernels. Raises :class:`seqlab.crf.host.Underflow` where the forward recursion underflows;
     a gradient whose marginals underflow comes from the log-space recursions."""
 
     uses_blas = False  # loops of its own; only the rare log-space fallback enters NumPy's BLAS, on one thread
 
     def __init__(self, emissions, trans, start, end, mask):
-        from seqlab.crf.partition import _Underflow
-
         self.inputs = (emissions, trans, start, end, mask)
         batch, seq_len, num_tags = emissions.shape
         trans, start, end = (np.asarray(x, dtype=np.float64) for x in (trans, start, end))
@@ -170,14 +171,11 @@ class CompiledPartition:
         forward, _ = kernels()
         if not forward(self.probs, tops, np.ascontiguousarray(self.exp_trans.T), np.exp(start - start.max()),
                        self.end_probs, self.lengths, self.alphas, self.sums, self.log_z):
-            raise _Underflow
+            raise Underflow
         self.log_z += (self.lengths - 1) * c + start.max() + end.max()  # the potentials' shifts
 
     def gradients(self, grad: np.ndarray) -> tuple[np.ndarray, ...]:
         """d(sum_b grad_b log Z_b) / d(emissions, trans, start, end): float64 arrays."""
-        from seqlab.runtime.blas import one_blas_thread
-        from seqlab.crf.partition import _NumpyPartition
-
         num_tags = self.exp_trans.shape[0]
         g_em = np.empty_like(self.alphas)
         pairs, g_start, g_end = np.zeros((num_tags, num_tags)), np.zeros(num_tags), np.zeros(num_tags)
@@ -186,5 +184,5 @@ class CompiledPartition:
         if not backward(grad, self.exp_trans, self.end_probs, self.lengths, self.alphas, self.probs, self.sums, g_em,
                         pairs, g_start, g_end):
             with one_blas_thread():
-                return _NumpyPartition(*self.inputs).gradients(grad)
+                return NumpyPartition(*self.inputs).gradients(grad)
         return g_em, pairs * self.exp_trans, g_start, g_end

@@ -164,7 +164,7 @@ class CRF(nn.Module):
                 )
         return mask
 
-    def _potentials(self, temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+    def potentials(self, temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
         """Transition / start / end scores with the constraint penalties added (once per call), divided
         by ``temperature``."""
         scores = (
@@ -175,7 +175,7 @@ class CRF(nn.Module):
         return scores if temperature == 1.0 else tuple(x / temperature for x in scores)
 
     def _numpy_potentials(self) -> tuple:
-        """:meth:`_potentials` as NumPy arrays (transitions, start, end) for the CPU Viterbi, made again when a
+        """:meth:`potentials` as NumPy arrays (transitions, start, end) for the CPU Viterbi, made again when a
         score or a penalty changes (their version counters: an optimiser step, ``load_state_dict``), else kept: the
         three additions and conversions took about 15 us of a sentence's 165 us Viterbi at batch 1."""
         tensors = (self.transitions, self.start_transitions, self.end_transitions,
@@ -184,7 +184,7 @@ class CRF(nn.Module):
         kept = self.__dict__.get("_numpy_kept")
         if kept is None or kept[0] != key:
             with torch.no_grad():
-                kept = (key, tuple(p.detach().cpu().numpy() for p in self._potentials()))
+                kept = (key, tuple(p.detach().cpu().numpy() for p in self.potentials()))
             self.__dict__["_numpy_kept"] = kept
         return kept[1]
 
@@ -204,7 +204,7 @@ class CRF(nn.Module):
 
     def _score(self, emissions: Tensor, tags: Tensor, mask: Tensor, temperature: float = 1.0) -> Tensor:
         """The score of ``tags`` under ``emissions`` (already divided by ``temperature``) and the potentials."""
-        trans, start, end = self._potentials(temperature)
+        trans, start, end = self.potentials(temperature)
         tags = tags.masked_fill(~mask, 0)  # padding tags may be anything (e.g. -100)
         emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq_len)
         total = start[tags[:, 0]] + emit.masked_fill(~mask, 0.0).sum(1)  # (batch,)
@@ -222,7 +222,7 @@ class CRF(nn.Module):
     def _log_partition(self, emissions: Tensor, mask: Tensor, temperature: float = 1.0) -> Tensor:
         """log Z (batch,): the forward recursion unrecorded, its gradient in closed form (marginals)."""
         emissions, mask, _ = self._trim(emissions, mask)
-        return LogPartition.apply(emissions, *self._potentials(temperature), mask)
+        return LogPartition.apply(emissions, *self.potentials(temperature), mask)
 
     def nll(self, emissions: Tensor, tags: Tensor, mask: Tensor | None = None, temperature: float = 1.0) -> Tensor:
         """Per-sentence negative log-likelihood, log Z - score, (batch,). Take ``.mean()`` or
@@ -246,7 +246,7 @@ class CRF(nn.Module):
         every suffix after t given j at t (emission at t excluded). Without gradients on CPU, in NumPy
         (:mod:`seqlab.crf.posteriors`), returned as float64."""
         emissions, mask, _ = self._trim(emissions, mask)
-        trans, start, end = self._potentials(temperature)
+        trans, start, end = self.potentials(temperature)
         if emissions.device.type == "cpu" and not (torch.is_grad_enabled() and emissions.requires_grad):
             fb = forward_backward(*(x.detach().numpy() for x in (emissions, mask, trans, start, end)))
             return torch.from_numpy(fb.alphas), torch.from_numpy(fb.betas), torch.from_numpy(fb.log_z), mask
@@ -301,7 +301,7 @@ class CRF(nn.Module):
             return [[] for _ in segments]
         n = alphas.shape[1]
         path = tags[:, :n]  # (batch, n)
-        trans = self._potentials(temperature)[0]
+        trans = self.potentials(temperature)[0]
         emit = emissions[:, :n].gather(2, path.unsqueeze(2)).squeeze(2)  # (batch, n)
         moves = trans[path[:, :-1], path[:, 1:]]  # (batch, n - 1): trans into position t + 1
         rows, starts, ends = torch.tensor(flat, device=emissions.device).T  # (segments,) each
@@ -355,7 +355,7 @@ class CRF(nn.Module):
         sentence, which predecessor gave its score: the same sums, so the same argmax."""
         batch, seq_len, num_tags = emissions.shape
         emissions, mask, _ = self._trim(emissions, mask)
-        trans, start, end = self._potentials()
+        trans, start, end = self.potentials()
         mask_t = mask.unsqueeze(2)  # (batch, max_len, 1)
         score = start + emissions[:, 0]  # (batch, num_tags)
         history = [score]

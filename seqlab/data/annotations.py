@@ -732,8 +732,7 @@ def predict_annotations(tagger, file: str, output_format: str, tokenizer: str | 
     nothing for the chars tokenizer, as ``convert`` does) chunk by chunk, and writes each record with its
     predicted spans (character offsets into its text, and their confidences). ``nbest`` and ``explain`` go to the
     jsonl output (conll output becomes jsonl with them, as without records). Returns the records tagged."""
-    from seqlab.data.readers import numbered_lines, write_conll
-    from seqlab.serving.parallel import chunked
+    from seqlab.data.readers import chunked, numbered_lines, write_conll
     from seqlab.data.tokenization import model_tokenizer
     write = write or sys.stdout.write
     if output_format == "conll" and (nbest or explain):

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from seqlab.data.readers import _BLANK, _FIELD_SEP, DOCSTART
+from seqlab.data.readers import BLANK, DOCSTART, FIELD_SEP
 
 MIN_AGREEMENT = 0.9  # share of the lines with the most common number of fields
 MIN_LINES_PER_SENTENCE = 1.5  # raw paragraphs between blank lines are one line each
@@ -39,8 +39,8 @@ class FormatEvidence:
 
     def add(self, text: str) -> None:
         """Count one line (without its line ending)."""
-        stripped = text.strip(_BLANK)
-        fields = _FIELD_SEP.split(stripped) if stripped else []
+        stripped = text.strip(BLANK)
+        fields = FIELD_SEP.split(stripped) if stripped else []
         if not fields or fields[0] == DOCSTART:  # a blank line or a document break ends a sentence
             self.ended += self._in_run
             self._in_run = False

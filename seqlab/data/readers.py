@@ -12,6 +12,7 @@ Every problem with the input raises :class:`SeqlabError` naming the file and 1-b
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import os
 import re
@@ -27,8 +28,8 @@ logger = logging.getLogger("seqlab")
 PathLike = str | os.PathLike
 Row = tuple[int, list[str]]  # (1-based line number, fields)
 
-_FIELD_SEP = re.compile(r"[ \t]+")
-_BLANK = " \t\r\n"
+FIELD_SEP = re.compile(r"[ \t]+")
+BLANK = " \t\r\n"
 DOCSTART = "-DOCSTART-"
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" makes of bytes it cannot decode
 
@@ -78,7 +79,7 @@ def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
     empty = 0
     after_break = True  # at file start or right after a -DOCSTART- line
     for number, text in numbered:
-        stripped = text.strip(_BLANK)
+        stripped = text.strip(BLANK)
         if not stripped:
             if block:
                 yield block
@@ -87,7 +88,7 @@ def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
                 empty += 1
             after_break = False
             continue
-        fields = _FIELD_SEP.split(stripped)
+        fields = FIELD_SEP.split(stripped)
         if fields[0] == DOCSTART:
             if block:
                 yield block
@@ -257,3 +258,10 @@ def write_output(path: PathLike, text: str) -> None:
         atomic_write_text(path, text)
     except OSError as err:
         raise SeqlabError(f"cannot write: {err.strerror}", path=path) from None
+
+
+def chunked(items: Iterable, size: int) -> Iterator[list]:
+    """Lists of ``size`` consecutive items (the last one shorter), read lazily."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk

@@ -25,6 +25,7 @@ from seqlab.crf.crf import TagPath
 from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagSet
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.dt import DTRNN
+from seqlab.nn.positions import sinusoidal_positions
 from seqlab.encoders.gcdt import DTOptions
 from seqlab.registry import ConfigCheckError
 
@@ -125,7 +126,6 @@ class LabelDTDecoder(Decoder):
         dx = x.shape[-1]
         pos = None  # the position signal DTRNN.forward adds to its whole input [x_t; emb(y)], split in two
         if self.rnn.position_signal:
-            from seqlab.encoders.psa import sinusoidal_positions
             pe = sinusoidal_positions(seq_len, dx + d_lab, x.device).to(x.dtype)  # (seq, dx + d_lab)
             x, pos = x + pe[:, :dx], pe[:, dx:]
         w = self.rnn.x_proj.weight if self.rnn.cell == "dt" else None

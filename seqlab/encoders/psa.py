@@ -81,7 +81,6 @@ form's by rounding (1e-6 at d = 300, tested), which left every tag of a trained 
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import torch
@@ -91,6 +90,7 @@ from torch import Tensor, nn
 from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
+from seqlab.nn.positions import sinusoidal_positions
 
 Variant = Literal["journal", "early"]
 
@@ -184,16 +184,6 @@ def signed_relative_index(seq_len: int, r: int, device: torch.device | None = No
     """clamp(i - j, -r, r) + r: the row of W3 used by the early P_ij (Eqs. 11-12). Shape (T, T)."""
     pos = torch.arange(seq_len, device=device)
     return (pos[:, None] - pos[None, :]).clamp(-r, r) + r  # (seq, seq) in 0..2r
-
-
-def sinusoidal_positions(seq_len: int, dim: int, device: torch.device | None = None) -> Tensor:
-    """Vaswani et al.'s absolute encoding: sin on even features, cos on odd. Shape (seq_len, dim)."""
-    pos = torch.arange(seq_len, device=device, dtype=torch.float32)[:, None]  # (seq, 1)
-    freq = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32)
-                     * (-math.log(10000.0) / dim))  # (ceil(dim/2),)
-    angle = pos * freq  # (seq, ceil(dim/2))
-    # interleaved without in-place slice writes (which tracing for export does not follow)
-    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(1)[:, :dim]  # (seq, dim)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ class Likelihood:
             for batch in make_batches(tagger.encode(usable, with_tags=True), tagger.featurizers,
                                       batch_size or tagger.config.train.eval_batch_size):
                 batch = batch.to(tagger.device)
-                features, ctx = self.net._encode(batch)
+                features, ctx = self.net.encode(batch)
                 self.inputs.append((features, batch.tags, batch.mask, ctx))
 
     def __call__(self, temperature: float) -> float:

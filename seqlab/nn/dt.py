@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.lstm import gather_steps, reversal_index
+from seqlab.nn.positions import sinusoidal_positions
 
 
 class LGRUCell(nn.Module):
@@ -96,7 +97,6 @@ class DTRNN(nn.Module):
 
     def forward(self, x: Tensor, h0: Tensor | None = None) -> Tensor:
         if self.position_signal:
-            from seqlab.encoders.psa import sinusoidal_positions  # here: seqlab.encoders imports this module
             x = x + sinusoidal_positions(x.shape[1], x.shape[2], x.device).to(x.dtype)
         if self.cell == "gru":
             return self.gru(x, None if h0 is None else h0.unsqueeze(0))[0]

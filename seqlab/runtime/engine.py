@@ -47,6 +47,7 @@ from seqlab.data.batching import Batch, Encoded, collate, make_batches
 from seqlab.data.sentence import Sentence
 from seqlab.runtime.devices import SMALL_BATCH
 from seqlab.errors import SeqlabError
+from seqlab.runtime.tracing import EncoderNet, traceable
 from seqlab.nn.versions import weights_key
 
 log = logging.getLogger("seqlab")
@@ -102,12 +103,11 @@ class OnnxEncoding:
         if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("onnxruntime") is None:
             raise SeqlabError("--engine onnxruntime needs onnx and onnxruntime: pip install 'seqlab[export]'")
         refuse_off_cpu(tagger.device)
-        from seqlab.serving.export import EncoderNet, _traceable
         tagger.net.eval()
         sample = make_batches(tagger.encode(_check_sentences(tagger)[:2]), tagger.featurizers, 8)[0]
         self.names = [(f, n) for f, tensors in sample.features.items() for n in tensors]
         with torch.no_grad():
-            _, ctx = tagger.net._encode(sample)
+            _, ctx = tagger.net.encode(sample)
         self.published = list(ctx.published)
         from seqlab.encoders.flat import RelativeSpanEncoding
         from seqlab.encoders.psa import PositionAwareAttention
@@ -123,7 +123,7 @@ class OnnxEncoding:
         dynamic = {name: {i: f"{name}_d{i}" for i in range(t.dim())} for name, t in zip(self.inputs, args)}
         buf = io.BytesIO()
         try:
-            with _traceable(tagger), warnings.catch_warnings():
+            with traceable(tagger), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # tracer notes on Python branches: the check below decides
                 torch.onnx.export(wrapper, args, buf, input_names=self.inputs, output_names=outputs,
                                   dynamic_axes=dynamic, opset_version=17, dynamo=False)
@@ -144,7 +144,7 @@ class OnnxEncoding:
 
     def current(self) -> bool:
         """Whether the network's weights are still the exported ones: an optimiser step, ``load_state_dict``
-        or a weight changed in place makes the graph stale (:meth:`seqlab.tagger.Tagger._run` then exports
+        or a weight changed in place makes the graph stale (:func:`seqlab.tagging.inference.run` then exports
         again). Parameters replaced as module attributes (``load_state_dict(assign=True)``) are not seen:
         choose the engine again after that."""
         return weights_key(self.params) == self.weights
@@ -191,7 +191,7 @@ class OnnxEncoding:
         if ablate:
             raise SeqlabError("--ablate analyses the eager network: use --engine torch")
         if any(int(batch.features[name]["ids"].max()) >= rows for name, rows in self._tables.items()):
-            x, ctx = self._net._encode(batch)  # words added from the vectors after training: eagerly
+            x, ctx = self._net.encode(batch)  # words added from the vectors after training: eagerly
             return x, batch.mask, ctx
         session = self._session(len(batch.index) <= SMALL_BATCH)
         feed = {"mask": batch.mask.numpy(), "lengths": batch.lengths.numpy()}
@@ -216,7 +216,7 @@ class OnnxEncoding:
         for size in (1, 5):
             for batch in make_batches(encoded, tagger.featurizers, size):
                 with torch.no_grad():
-                    expected, _ = tagger.net._encode(batch)
+                    expected, _ = tagger.net.encode(batch)
                 try:
                     got = self.run(batch)[0]
                 except EngineRunError as err:

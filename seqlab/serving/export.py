@@ -30,40 +30,19 @@ import importlib.util
 import io
 import json
 from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from seqlab.data.batching import Batch, make_batches
+from seqlab.data.batching import make_batches
 from seqlab.data.sentence import Sentence
 from seqlab.runtime.devices import threads_for
-from seqlab.encoders.flat import RelativeSpanEncoding
 from seqlab.errors import SeqlabError
 from seqlab.io.files import atomic_write_bytes
-from seqlab.nn.lstm import BiLSTM
+from seqlab.runtime.tracing import EncoderNet, traceable
 from seqlab.tagger import Tagger
 from seqlab.crf.viterbi import viterbi
-
-
-MAX_SPAN = 4096  # longest sentence an exported FLAT model takes (its distance tables: 4 x 8193 rows)
-
-
-class EncoderNet(nn.Module):
-    """(mask, lengths, feature tensors...) -> (encoder output, published tensors...), in the given order of
-    feature and published names: what ``seqlab.runtime.engine`` runs in onnxruntime."""
-
-    def __init__(self, net: nn.Module, names: list[tuple[str, str]], published: list[str]):
-        super().__init__()
-        self.net, self.names, self.published = net, names, published
-
-    def forward(self, mask: Tensor, lengths: Tensor, *tensors: Tensor) -> tuple[Tensor, ...]:
-        inputs: dict[str, dict[str, Tensor]] = {}
-        for (feature, name), tensor in zip(self.names, tensors):
-            inputs.setdefault(feature, {})[name] = tensor
-        x, ctx = self.net._encode(Batch(mask, lengths, None, [], inputs))
-        return (x, *(ctx.published[name] for name in self.published))
 
 
 class EmissionNet(EncoderNet):
@@ -82,35 +61,13 @@ class EmissionNet(EncoderNet):
         emissions = self.net.decoder.proj(x)  # (batch, seq_len, num_tags)
         if self.crf is None:
             return emissions
-        trans, start, end = self.crf._potentials()
+        trans, start, end = self.crf.potentials()
         return emissions, trans, start, end
 
 
 def _sample_batch(tagger: Tagger):
     sentences = [Sentence(["Export", "sample", "sentence", "one", "."]), Sentence(["Two", "words"])]
     return make_batches(tagger.encode(sentences), tagger.featurizers, 8)[0]
-
-
-@contextmanager
-def _traceable(tagger: Tagger):
-    """The network set up for tracing, restored afterwards: BiLSTMs on their padded path (the
-    packed-sequence one does not trace; both give the same real steps), FLAT's distance tables at a
-    fixed size (it sizes them from the data otherwise)."""
-    lstms = [m for m in tagger.net.modules() if isinstance(m, BiLSTM)]
-    spans = [m for m in tagger.net.modules() if isinstance(m, RelativeSpanEncoding)]
-    saved = [m.packed_inference for m in lstms], [m.fixed_span for m in spans]
-    for m in lstms:
-        m.packed_inference = False
-    for m in spans:
-        m.fixed_span = MAX_SPAN
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        for m, flag in zip(lstms, saved[0]):
-            m.packed_inference = flag
-        for m, span in zip(spans, saved[1]):
-            m.fixed_span = span
 
 
 def _trace_inputs(tagger: Tagger) -> tuple[EmissionNet, list[str], list[str], tuple[Tensor, ...]]:
@@ -133,7 +90,7 @@ def export_onnx(model: str | Path, out: str | Path) -> Path:
     dynamic = {name: {i: f"{name}_d{i}" for i in range(t.dim())} for name, t in zip(input_names, args)}
     dynamic["emissions"] = {0: "batch", 1: "seq_len"}
     buf = io.BytesIO()
-    with _traceable(tagger):
+    with traceable(tagger):
         torch.onnx.export(wrapper, args, buf, input_names=input_names, output_names=output_names,
                           dynamic_axes=dynamic, opset_version=17, dynamo=False)
     out = Path(out)
@@ -146,7 +103,7 @@ def export_torchscript(model: str | Path, out: str | Path) -> Path:
     and output names in the extra file ``seqlab.json``."""
     tagger = Tagger.load(model)
     wrapper, input_names, output_names, args = _trace_inputs(tagger)
-    with _traceable(tagger):
+    with traceable(tagger):
         traced = torch.jit.trace(wrapper, args, check_trace=False)  # checked against eager by the tests
     buf = io.BytesIO()
     meta = json.dumps({"inputs": input_names, "outputs": output_names})

@@ -17,13 +17,12 @@ pool) and split the parent's PyTorch threads between them (``torch.set_num_threa
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import logging
 import multiprocessing
 import signal
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -58,13 +57,6 @@ def render_chunk(tagger, sentences: list[Sentence], options: PredictOptions) -> 
     preds = tagger.predict(sentences, options.batch_size, nbest=options.nbest, explain=options.explain,
                            max_length=options.max_length, confidence=True)
     return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in preds)
-
-
-def chunked(items: Iterable, size: int) -> Iterator[list]:
-    """Lists of ``size`` consecutive items (the last one shorter), read lazily."""
-    it = iter(items)
-    while chunk := list(itertools.islice(it, size)):
-        yield chunk
 
 
 # ----- inside a worker process ------------------------------------------------------------------------------

@@ -44,8 +44,7 @@ CARD_KEYS = ("name", "language", "task", "description", "data", "recipe", "score
 
 def repository_models() -> Path:
     """The repository's ``models/`` folder (beside the package)."""
-    import seqlab
-    return Path(seqlab.__file__).resolve().parent.parent / "models"
+    return Path(__file__).resolve().parents[2] / "models"
 
 
 def search_path() -> list[Path]:

@@ -54,7 +54,7 @@ class TaggerNet(nn.Module):
         """Named column ranges of the encoder outputs that ``ablate`` can zero: name -> layer index."""
         return {name: i for i, layer in enumerate(self.encoders) for name in layer.columns}
 
-    def _encode(self, batch: Batch, ablate: Collection[str] = ()) -> tuple[Tensor, Context]:
+    def encode(self, batch: Batch, ablate: Collection[str] = ()) -> tuple[Tensor, Context]:
         """Embedder and encoder layers: (features (batch, seq_len, dim), the context they filled).
         ``ablate`` names column ranges published by layers (``columns``) to zero after their layer."""
         ctx = Context(batch.mask, batch.lengths, batch.features)
@@ -70,7 +70,7 @@ class TaggerNet(nn.Module):
     def loss(self, batch: Batch) -> Tensor:
         """Per-sentence loss, shape (batch,)."""
         assert batch.tags is not None
-        x, ctx = self._encode(batch)
+        x, ctx = self.encode(batch)
         return self.decoder.loss(x, batch.tags, batch.mask, ctx)
 
     def forward(self, batch: Batch, ablate: Collection[str] = (), nbest: int = 0) -> NetOutput:
@@ -80,7 +80,7 @@ class TaggerNet(nn.Module):
             if unknown:
                 known = ", ".join(self.column_names()) or "none"
                 raise SeqlabError(f"cannot ablate {', '.join(unknown)}: this model's named parts are {known}")
-        x, ctx = self._encode(batch, ablate)
+        x, ctx = self.encode(batch, ablate)
         return self.head(x, batch.mask, ctx, nbest)
 
     def head(self, x: Tensor, mask: Tensor, ctx: Context, nbest: int = 0) -> NetOutput:

@@ -15,9 +15,10 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from seqlab.training.distributed import CUDA_RNG_PREFIX, RNG_PREFIX  # the ranks' RNG states among the extras
+from seqlab.training.ranks import CUDA_RNG_PREFIX, RNG_PREFIX  # the ranks' RNG states among the extras
 from seqlab.errors import SeqlabError
 from seqlab.io.files import atomic_write_dir
+from seqlab.tagging.storage import model_files
 
 
 def optimizer_to_files(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
@@ -56,7 +57,7 @@ def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, traine
     tensors.update({f"extra.{k}": v.detach().contiguous().cpu() for k, v in (extra or {}).items()})
 
     def fill(tmp: Path) -> None:
-        for name, data in tagger._files().items():
+        for name, data in model_files(tagger).items():
             (tmp / name).write_bytes(data)
         save_file(tensors, str(tmp / "trainer.safetensors"))
         meta = {"trainer": trainer_state, "optimizer": opt_meta, "optimizer_type": type(optimizer).__name__}

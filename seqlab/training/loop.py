@@ -1,4 +1,4 @@
-"""The training loop, multi-seed runs and evaluation of saved models.
+"""The training loop of one process (:func:`train_rank`): epochs of steps, dev scoring, the best model, checkpoints.
 
 Layout of an output folder:
     model/              best-dev model (config.json, vocab.json, model.safetensors)
@@ -8,8 +8,8 @@ Layout of an output folder:
     results.json        dev and test scores of the best model
     test.predictions.txt  conlleval-format predictions of the best model on the test set
 
-Several processes (``nproc``) train data-parallel (seqlab.training.distributed): each on its share of every batch,
-rank 0 alone writing these files.
+Several processes (``nproc``) train data-parallel (:mod:`seqlab.training.distributed`): each runs this loop on its
+share of every batch, rank 0 alone writing these files.
 """
 
 from __future__ import annotations
@@ -24,25 +24,24 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
 from seqlab.training.averaging import WeightAverage
 from seqlab.training.budget import Plan, RunClock
 from seqlab.training.checkpoint import check_optimizer_state, load_checkpoint, save_checkpoint
-from seqlab.config import ExperimentConfig, TrainConfig
+from seqlab.config import ExperimentConfig
 from seqlab.data.batching import batch_groups
-from seqlab.data.corpus import load_corpus, read_file
+from seqlab.data.corpus import load_corpus
 from seqlab.data.readers import write_conll
 from seqlab.data.splitting import split_long
 from seqlab.runtime.devices import deterministic_algorithms, resolve_device
-from seqlab.training.distributed import Ranks
+from seqlab.training.ranks import Ranks
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FeatureModule
 from seqlab.io.files import append_line, atomic_write_json, atomic_write_text, recover_dir
 from seqlab.evaluation.metrics import Scores
-from seqlab.training.optim import SGD, NAdam
+from seqlab.training.step import learning_rate, make_optimizer, seed_everything, train_step
 from seqlab.evaluation.plotting import plot_curves
 from seqlab.tagger import Tagger
 
@@ -62,132 +61,6 @@ class TrainResult:
     elapsed_s: float = 0.0  # wall-clock seconds of the whole run, earlier sessions' included
 
 
-def make_optimizer(params, cfg: TrainConfig, row_tables: bool = True) -> torch.optim.Optimizer:
-    # foreach: one multi-tensor update over all parameters instead of a per-tensor loop (PyTorch's
-    # default on CPU). A small gain: NAdam's step on the chunking model went from 5.3 to 5.0 ms (of an
-    # 18 ms batch-10 training step; most of it is the dense update of the word embedding matrix).
-    if cfg.optimizer == "sgd":
-        # fused: PyTorch's one-kernel update (CPU from torch 2.4), which also takes train_step's clipping factor
-        # (see clip_and_step); where the installed torch or the device has none, the multi-tensor update
-        # row_tables: embedding tables updated by the rows a batch read (seqlab.nn.rows), unless weight averaging reads
-        # every weight after each step
-        params, sgd = list(params), {"lr": cfg.lr, "momentum": cfg.momentum, "weight_decay": cfg.weight_decay,
-                                     "row_tables": row_tables and ROW_TABLES and not cfg.ema_decay}
-        if FUSED_SGD and hasattr(torch.nn.utils, "get_total_norm"):
-            try:
-                return SGD(params, fused=True, **sgd)  # torch's, counting its writes (see seqlab.training.optim.SGD)
-            except RuntimeError:
-                pass
-        return SGD(params, foreach=True, **sgd)
-    if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
-    if cfg.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, foreach=True)
-    return NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)  # torch's update, fused on CPU
-
-
-def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig,
-               scale: float | None = None) -> torch.Tensor:
-    """One optimisation step on one batch (loss, backward, clipping, update): the per-sentence
-    losses, shape (batch,), detached. ``scale``: a data-parallel rank's weight of its summed loss
-    (:class:`seqlab.training.distributed.Shard`); None: the batch's sum or mean, as ``cfg.loss_reduction`` says."""
-    losses = net.loss(batch)  # (batch,)
-    if scale is None:
-        loss = losses.sum() if cfg.loss_reduction == "sum" else losses.mean()
-    else:
-        loss = losses.sum() * scale
-    clear_grads(optimizer)
-    loss.backward()
-    clip_and_step(optimizer, params, cfg.clip)
-    return losses.detach()
-
-
-#: Whether make_optimizer builds PyTorch's fused SGD where it can (tests and benchmarks compare with foreach).
-FUSED_SGD = True
-#: Whether make_optimizer's SGD updates embedding tables by rows (seqlab.nn.rows; benchmarks compare with the dense update).
-ROW_TABLES = True
-
-
-def clear_grads(optimizer: torch.optim.Optimizer) -> None:
-    """``optimizer.zero_grad(set_to_none=True)``'s effect, every gradient None, without its profiler label and
-    dispatch wrapper (about 150 against 30 us a step on the chunker's 18 tensors)."""
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            p.grad = None
-
-
-def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) -> None:
-    """Scale the gradients to a total norm of at most ``clip`` (as ``clip_grad_norm_``: factor clip / (norm +
-    1e-6) when below 1), then the optimiser's step. A fused SGD, and seqlab's NAdam where its step runs fused,
-    take the factor's inverse as their ``grad_scale`` and divide each gradient by it inside their update, which
-    saves a pass over every gradient (the word table's included); the same update to float rounding."""
-    fused = (isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
-             or isinstance(optimizer, (NAdam, SGD)) and optimizer.takes_grad_scale())
-    fused = fused and hasattr(torch.nn.utils, "get_total_norm")  # torch >= 2.6; else clip_grad_norm_ first
-    grads = [_norm_part(q) for q in params if q.grad is not None] if clip and fused else []
-    if grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
-        norm = torch.nn.utils.get_total_norm(grads)
-        optimizer.grad_scale = (norm + 1e-6).div_(clip).clamp_(min=1.0)  # 1 / clip_grad_norm_'s factor
-        try:
-            optimizer.step()
-        finally:
-            del optimizer.grad_scale
-        return
-    if clip:
-        grads = [_norm_part(q) for q in params if q.grad is not None]
-        if any(q.grad is not None and q.grad.is_sparse for q in params):  # clip_grad_norm_ takes no sparse
-            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g).double() for g in grads]))
-            factor = clip / (float(norm) + 1e-6)
-            if factor < 1.0:
-                torch._foreach_mul_(grads, factor)  # a sparse gradient's values are its own
-        else:
-            torch.nn.utils.clip_grad_norm_(params, clip)
-    optimizer.step()
-
-
-def _norm_part(q: torch.Tensor) -> torch.Tensor:
-    """The values whose norm is ``q.grad``'s: a row-sparse gradient (seqlab.nn.rows) coalesced, in place of ``q.grad``."""
-    if q.grad.is_sparse:
-        q.grad = q.grad.coalesce()
-        return q.grad.values()
-    return q.grad
-
-
-def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1, done: int | None = None,
-                  progress: float = 0.0) -> float:
-    """The rate for step ``step`` of ``steps`` in epoch ``epoch`` (0-based), ``done`` optimiser steps before it
-    in the whole run (default ``epoch * steps + step``), ``progress`` the share of the run behind it (0 to 1: of
-    the budget's training time, or of max_epochs' steps; seqlab.training.budget.Plan.progress).
-
-    ``inverse_time``: lr_0 / (1 + rho * t), t = epochs completed (the PSA paper's schedule).
-    ``step_halving``: lr_0 * 0.5 ** (max(0, done - hold) / half_life), at least ``lr_min`` (GCDT's code).
-    ``linear``: from lr_0 down to ``lr_min`` at the run's end; ``cosine``: the same along half a cosine.
-    Each is multiplied by a linear warm-up min(1, (epoch * steps + step + 1) / (warmup_epochs * steps))
-    when ``warmup_epochs`` > 0, and by min(1, progress / warmup_fraction) when ``warmup_fraction`` > 0."""
-    if done is None:
-        done = epoch * steps + step
-    if cfg.lr_schedule == "step_halving":
-        lr = max(cfg.lr * 0.5 ** (max(0, done - cfg.lr_hold_steps) / cfg.lr_half_life_steps), cfg.lr_min)
-    elif cfg.lr_schedule in ("linear", "cosine"):
-        rest = 1.0 - min(max(progress, 0.0), 1.0)  # 1 at the start, 0 at the end
-        if cfg.lr_schedule == "cosine":
-            rest = 0.5 * (1.0 - math.cos(math.pi * rest))
-        lr = cfg.lr_min + (cfg.lr - cfg.lr_min) * rest
-    else:
-        lr = cfg.lr / (1.0 + cfg.lr_decay * epoch)
-    if cfg.warmup_epochs:
-        lr *= min(1.0, (epoch * steps + step + 1) / (cfg.warmup_epochs * steps))
-    if cfg.warmup_fraction:
-        lr *= min(1.0, max(progress, 1e-3) / cfg.warmup_fraction)
-    return lr
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
 def scores_dict(scores: Scores) -> dict:
     """The headline numbers of a :class:`Scores`, for logs."""
     out: dict = scores.headline()
@@ -195,16 +68,6 @@ def scores_dict(scores: Scores) -> dict:
         out["per_type"] = {t: {"precision": s.precision, "recall": s.recall, "f1": s.f1}
                            for t, s in scores.per_type.items()}
     return out
-
-
-def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None = None, resume: bool = False,
-          progress: bool = True, nproc: int = 1) -> TrainResult:
-    """Train one model; early stopping on the dev metric; the best model is saved to ``out_dir/model``.
-    ``nproc`` > 1: DistributedDataParallel over that many processes, with the updates of one process."""
-    if nproc != 1:
-        from seqlab.training.distributed import launch
-        return launch(config, out_dir, data_root, resume, progress, nproc)
-    return train_rank(config, out_dir, data_root, resume, progress, Ranks())
 
 
 def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
@@ -465,38 +328,3 @@ def _trim_log(path: Path, history: list[dict]) -> None:
         atomic_write_text(path, "".join(line + "\n" for line in records))
 
 
-def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int], data_root: str | None = None,
-                resume: bool = False, progress: bool = True, nproc: int = 1) -> dict:
-    """One run per seed in ``out_dir/seed-N`` (each on ``nproc`` processes); returns and writes mean, std and
-    max of the dev/test metric."""
-    out = Path(out_dir)
-    results = []
-    for seed in seeds:
-        cfg = config.model_copy(update={"train": config.train.model_copy(update={"seed": seed})})
-        results.append(train(cfg, out / f"seed-{seed}", data_root, resume, progress, nproc))
-    metric = config.metric
-    summary: dict = {"metric": metric, "seeds": seeds}
-    for split in ("dev", "test"):
-        values = [getattr(r, split)[metric] for r in results if getattr(r, split)]
-        if values:
-            summary[split] = {"values": values, "mean": statistics.fmean(values),
-                              "std": statistics.stdev(values) if len(values) > 1 else 0.0, "max": max(values)}
-    atomic_write_json(out / "summary.json", summary)
-    return summary
-
-
-def evaluate(model: Tagger | str | Path, data: str | Path, output: str | Path | None = None,
-             batch_size: int | None = None, strict: bool = False, device: str = "cpu",
-             beam: int | None = None, engine: str = "torch") -> Scores:
-    """Score a model on a labeled file (read in the model's own data format); optionally write predictions.
-    Gold labels unseen in training are scored as misses with a warning, or refused when ``strict``."""
-    tagger = model if isinstance(model, Tagger) else Tagger.load(model, device, engine)
-    if beam:
-        tagger.set_beam(beam)
-    sentences = read_file(Path(data), tagger.config.data)
-    if any(s.labels is None for s in sentences):
-        raise SeqlabError("evaluation needs gold labels", path=data)
-    evaluation = tagger.evaluate(sentences, batch_size, "error" if strict else "warn")
-    if output:
-        write_conll(sentences, evaluation.predictions, output)
-    return evaluation.scores

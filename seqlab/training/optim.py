@@ -28,7 +28,7 @@ becomes g exactly, and the real v, at the rate A (its first bias correction is 1
 subtracts A g / d with the same d. The result equals torch.optim.NAdam's to float rounding (the kernel rounds
 differently; tested), not to the bit, at one extra tensor per parameter (the copy), and a training step of the
 chunker 1.10x as fast (BENCHMARKS.md, seventeenth session). The kernel also takes the clipping factor
-(:func:`seqlab.training.loop.clip_and_step`, ``grad_scale``: it divides the gradients in place) and does not count its
+(:func:`seqlab.training.step.clip_and_step`, ``grad_scale``: it divides the gradients in place) and does not count its
 writes in the parameters' version counters, so the step bumps them, as :class:`SGD` does.
 """
 
