@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--out", help="also write the results here (JSON)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    import seqlab.tagger as tagger_module
+    import seqlab.tagging.inference as tagger_module
     from seqlab.data.readers import read_bmes, read_conll
     from seqlab.tagger import Tagger
     together = tagger_module.run_concurrently

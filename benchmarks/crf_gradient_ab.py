@@ -17,7 +17,7 @@ from seqlab.training import make_optimizer, seed_everything, train_step
 new_impl = CRF._log_partition
 def old_impl(self, emissions, mask):
     emissions, mask, _ = self._trim(emissions, mask)
-    trans, start, end = self._potentials()
+    trans, start, end = self.potentials()
     alphas = alpha_recursion(emissions, trans, start, mask)  # recorded by autograd
     return torch.logsumexp(alphas[:, -1] + end, dim=1)
 overrides = sys.argv[1:]

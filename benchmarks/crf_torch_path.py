@@ -39,7 +39,10 @@ def time_step(crf, em: torch.Tensor, mask: torch.Tensor) -> float:
 def main() -> None:
     root = str(Path(sys.argv[1]).resolve())
     sys.path.insert(0, root)
-    partition = importlib.import_module("seqlab.crf_partition")
+    try:
+        partition = importlib.import_module("seqlab.crf.partition")
+    except ModuleNotFoundError:  # a checkout from before seqlab.crf became a package
+        partition = importlib.import_module("seqlab.crf_partition")
     crf_module = importlib.import_module("seqlab.crf")
     assert partition.__file__.startswith(root), partition.__file__
     torch.set_num_threads(2)

@@ -17,7 +17,9 @@ import argparse
 import json
 from pathlib import Path
 
-from seqlab import crf_partition, training
+from seqlab import training
+from seqlab.crf import partition as crf_partition
+from seqlab.training import step
 from seqlab.config import load_config
 
 
@@ -33,8 +35,8 @@ def main() -> None:
     p.add_argument("--data-root", default="../shared/data")
     p.add_argument("--set", action="append", default=[])
     args = p.parse_args()
-    training.FUSED_SGD, crf_partition.CPU_SCALED = bool(args.fused), bool(args.scaled)
-    training.ROW_TABLES = bool(args.rows)
+    step.FUSED_SGD, crf_partition.CPU_SCALED = bool(args.fused), bool(args.scaled)
+    step.ROW_TABLES = bool(args.rows)
     config = load_config(args.config, ["train.optimizer=sgd", "train.lr=0.015", "train.clip=5.0",
                                        f"train.max_epochs={args.epochs}", f"train.seed={args.seed}", *args.set])
     training.train(config, args.out, args.data_root, progress=False)

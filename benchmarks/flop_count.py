@@ -73,7 +73,7 @@ def count(config_path: str, args: argparse.Namespace) -> dict:
     # projection is counted, its Viterbi (NumPy) is not
     with torch.no_grad(), counter:
         for batch in make_batches(encoded, tagger.featurizers, args.batch_size):
-            features, _ = net._encode(batch)
+            features, _ = net.encode(batch)
             net.decoder.proj(features)
     per_token = {k: v / tokens for k, v in sorted(counter.flops.items(), key=lambda kv: -kv[1])}
     return {"config": config_path, "tokens": tokens, "total_per_token": sum(per_token.values()),

@@ -25,7 +25,8 @@ import time
 
 import torch
 
-from seqlab import crf, crf_partition
+from seqlab.crf import crf
+from seqlab.crf import partition as crf_partition
 from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus

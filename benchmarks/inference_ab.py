@@ -37,8 +37,8 @@ import time
 import torch
 
 import seqlab.features.chars as chars_module
-import seqlab.lstm as lstm_module
-import seqlab.viterbi as viterbi_module
+import seqlab.crf.viterbi as viterbi_module
+import seqlab.nn.lstm as lstm_module
 from seqlab.encoders import flat as flat_module
 from seqlab.encoders import psa as psa_module
 from psa_reference import TanhAdditiveScores

@@ -16,7 +16,7 @@ import traceback
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqlab import crf_partition
+from seqlab.crf import partition as crf_partition
 from seqlab.config import load_config
 from seqlab.crf import CRF
 from seqlab.data.batching import make_batches

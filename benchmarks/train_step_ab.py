@@ -44,8 +44,10 @@ import time
 import torch
 from torch import nn
 
-import seqlab.crf_partition as partition
-from seqlab import optim, rows, training
+import seqlab.crf.partition as partition
+from seqlab.nn import rows
+from seqlab.training import optim
+from seqlab.training import step as training
 from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus

@@ -235,6 +235,19 @@ def test_every_package_says_what_it_is_for():
         assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), init
 
 
+def test_old_import_paths_still_import_for_one_release():
+    import importlib
+
+    for name in report()["shims"]:
+        try:
+            shim = importlib.import_module(name)
+        except ModuleNotFoundError as err:  # an optional dependency (spaCy for the spaCy component)
+            assert not (err.name or "").startswith("seqlab"), err
+            continue
+        assert shim.__doc__.startswith(SHIM_MARK)
+        assert shim.__all__ and all(hasattr(shim, n) for n in shim.__all__), name
+
+
 if __name__ == "__main__":
     found = report()
     print(f"{len(found['modules'])} modules, {len(found['shims'])} shims")

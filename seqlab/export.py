@@ -1,0 +1,7 @@
+"""Deprecated import path, kept for one release: use :mod:`seqlab.serving.export` (and :mod:`seqlab.runtime.tracing`).
+A module-level setting is read where it lives now: set it there, not here."""
+
+from seqlab.runtime.tracing import EncoderNet, MAX_SPAN
+from seqlab.serving.export import EXPORTERS, EmissionNet, ExportedTagger, OnnxTagger, TorchScriptTagger, export_onnx, export_torchscript
+
+__all__ = ["EXPORTERS", "EmissionNet", "EncoderNet", "ExportedTagger", "MAX_SPAN", "OnnxTagger", "TorchScriptTagger", "export_onnx", "export_torchscript"]
