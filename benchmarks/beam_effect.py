@@ -44,9 +44,15 @@ def main() -> None:
         start = time.perf_counter()
         tagger.predict_tags(few, 1)
         b1 = len(few) / (time.perf_counter() - start)
-        rows.append({"beam": beam, "f1": round(scores.f1, 2), "sentences": len(sentences),
-                     "batch64_sentences_per_s": round(len(sentences) / seconds, 1),
-                     "batch1_sentences_per_s": round(b1, 1)})
+        rows.append(
+            {
+                "beam": beam,
+                "f1": round(scores.f1, 2),
+                "sentences": len(sentences),
+                "batch64_sentences_per_s": round(len(sentences) / seconds, 1),
+                "batch1_sentences_per_s": round(b1, 1),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     if args.out:
         with open(args.out, "w") as f:

@@ -42,7 +42,7 @@ def main() -> None:
     for _ in range(300):
         size = rng.choice([1, 2, 5, 10, 64, 200])
         start = rng.randrange(len(encoded) - size)
-        items = encoded[start: start + size]
+        items = encoded[start : start + size]
         seq_len = max(map(len, items)) + rng.choice([0, 3])
         a, b = (collate(featurizer, items, seq_len, vector) for vector in (False, True))
         assert all(torch.equal(a[k], b[k]) for k in ("chars", "rows"))

@@ -26,6 +26,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from seqlab.data.readers import read_bmes, read_conll
+
     tagger = Tagger.load(args.model)
     data = tagger.config.data
     test = read_bmes(args.data) if data.format == "bmes" else read_conll(args.data, label_column=data.label_column)
@@ -54,8 +55,10 @@ def main() -> None:
             for _ in range(50):
                 module._memoised(batch)
             many = (time.perf_counter() - start) / 50 * 1e6
-            print(f"memo {label}: one sentence {one:.1f} us, one 64-sentence batch ({len(batch)} distinct tokens) "
-                  f"{many:.1f} us")
+            print(
+                f"memo {label}: one sentence {one:.1f} us, one 64-sentence batch ({len(batch)} distinct tokens) "
+                f"{many:.1f} us"
+            )
     CharFeatures._memoised = original
 
 

@@ -33,9 +33,11 @@ def child(args: argparse.Namespace) -> None:
     import torch
 
     import seqlab
+
     assert seqlab.__file__.startswith(tree), f"seqlab imported from {seqlab.__file__}, not {tree}"
     from seqlab.data.readers import read_conll
     from seqlab.tagger import Tagger
+
     torch.set_num_threads(args.threads)
     tagger = Tagger.load(args.model)
     column = tagger.config.data.label_column
@@ -71,22 +73,41 @@ def main() -> None:
     args = p.parse_args()
     if args.child:
         return child(args)
-    forwarded = ["--model", args.model, "--data", args.data, "--engine", args.engine, "--batch-size",
-                 str(args.batch_size), "--warm", str(args.warm), "--threads", str(args.threads)]
+    forwarded = [
+        "--model",
+        args.model,
+        "--data",
+        args.data,
+        "--engine",
+        args.engine,
+        "--batch-size",
+        str(args.batch_size),
+        "--warm",
+        str(args.warm),
+        "--threads",
+        str(args.threads),
+    ]
     forwarded += ["--train", args.train] if args.train else []
     runs: dict[str, list[list[float]]] = {"base": [], "new": []}
     for rep in range(args.reps):
         for name in ("base", "new"):
             tree = getattr(args, name)
-            out = subprocess.run([sys.executable, __file__, "--child", tree, *forwarded], check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", tree, *forwarded], check=True, capture_output=True, text=True
+            ).stdout
             runs[name].append(json.loads(out.strip().splitlines()[-1]))
             print(f"rep {rep + 1} {name}: {[round(x) for x in runs[name][-1]]}", flush=True)
     labels = ["cold"] + [f"warm {k + 1}" for k in range(args.warm)]
-    median = {label: {name: round(statistics.median(r[k] for r in runs[name]))
-                      for name in runs} for k, label in enumerate(labels)}
-    report = {"args": vars(args), "runs": runs, "median": median,
-              "new_over_base": {label: round(m["new"] / m["base"], 3) for label, m in median.items()}}
+    median = {
+        label: {name: round(statistics.median(r[k] for r in runs[name])) for name in runs}
+        for k, label in enumerate(labels)
+    }
+    report = {
+        "args": vars(args),
+        "runs": runs,
+        "median": median,
+        "new_over_base": {label: round(m["new"] / m["base"], 3) for label, m in median.items()},
+    }
     print(json.dumps({"median": median, "new_over_base": report["new_over_base"]}, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2))

@@ -37,6 +37,7 @@ def main() -> None:
     import seqlab.tagging.inference as tagger_module
     from seqlab.data.readers import read_bmes, read_conll
     from seqlab.tagger import Tagger
+
     together = tagger_module.run_concurrently
     results = []
     for pair in args.pairs:
@@ -56,14 +57,23 @@ def main() -> None:
                     rates[name].append(len(sentences) / (time.perf_counter() - start))
             tagger_module.run_concurrently = together
             ratio = statistics.median(a / b for a, b in zip(rates["together"], rates["one_by_one"]))
-            row = {"model": model, "batch_size": bs, "sentences": len(sentences),
-                   "one_by_one": [round(x) for x in rates["one_by_one"]], "together": [round(x) for x in rates["together"]],
-                   "median_one_by_one": round(statistics.median(rates["one_by_one"])),
-                   "median_together": round(statistics.median(rates["together"])),
-                   "ratio": round(ratio, 3), "same_tags": tags["together"] == tags["one_by_one"]}
+            row = {
+                "model": model,
+                "batch_size": bs,
+                "sentences": len(sentences),
+                "one_by_one": [round(x) for x in rates["one_by_one"]],
+                "together": [round(x) for x in rates["together"]],
+                "median_one_by_one": round(statistics.median(rates["one_by_one"])),
+                "median_together": round(statistics.median(rates["together"])),
+                "ratio": round(ratio, 3),
+                "same_tags": tags["together"] == tags["one_by_one"],
+            }
             results.append(row)
-            print(f"{model} batch {bs}: one by one {row['median_one_by_one']}, together {row['median_together']} "
-                  f"sentences/s, ratio {row['ratio']}, same tags {row['same_tags']}", flush=True)
+            print(
+                f"{model} batch {bs}: one by one {row['median_one_by_one']}, together {row['median_together']} "
+                f"sentences/s, ratio {row['ratio']}, same tags {row['same_tags']}",
+                flush=True,
+            )
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"threads": args.threads, "reps": args.reps, "results": results}, f, indent=2)

@@ -5,18 +5,21 @@ batch-64 tagging of the test set, 200 training steps at batch 10; CoNLL-2000 chu
     PYTHONPATH=CHECKOUT python benchmarks/cpu_time.py [DATA_ROOT]     # run inside CHECKOUT
 
 Prints sentences per CPU second. Runs on checkouts from before Stack v2 too (make_batches' old signature)."""
+
 import json
 import random
 import sys
 import time
 
 import torch
+
 torch.set_num_threads(1)
 from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.tagger import Tagger
 from seqlab.training import make_optimizer, seed_everything, train_step
+
 config = load_config("configs/chunking-bilstm-crf.yaml")
 seed_everything(1)
 corpus = load_corpus(config.data, sys.argv[1] if len(sys.argv) > 1 else "../shared/data")

@@ -23,8 +23,10 @@ SHAPES = ((10, 26, 40), (64, 40, 40), (32, 30, 73))  # (batch, seq_len, tags)
 
 def time_step(crf, em: torch.Tensor, mask: torch.Tensor) -> float:
     """Median milliseconds of one log Z forward + backward."""
+
     def step() -> None:
         crf.log_partition(em, mask).sum().backward()
+
     for _ in range(5):
         step()
     times = []
@@ -52,7 +54,7 @@ def main() -> None:
     for batch, seq_len, tags in SHAPES:
         em = torch.randn(batch, seq_len, tags, requires_grad=True)
         mask = torch.ones(batch, seq_len, dtype=torch.bool)
-        mask[1:, seq_len // 2:] = False
+        mask[1:, seq_len // 2 :] = False
         out.append(f"({batch},{seq_len},{tags}) {time_step(crf_module.CRF(tags), em, mask):.2f} ms")
     print(sys.argv[1], *out)
 

@@ -37,8 +37,17 @@ def main() -> None:
     args = p.parse_args()
     step.FUSED_SGD, crf_partition.CPU_SCALED = bool(args.fused), bool(args.scaled)
     step.ROW_TABLES = bool(args.rows)
-    config = load_config(args.config, ["train.optimizer=sgd", "train.lr=0.015", "train.clip=5.0",
-                                       f"train.max_epochs={args.epochs}", f"train.seed={args.seed}", *args.set])
+    config = load_config(
+        args.config,
+        [
+            "train.optimizer=sgd",
+            "train.lr=0.015",
+            "train.clip=5.0",
+            f"train.max_epochs={args.epochs}",
+            f"train.seed={args.seed}",
+            *args.set,
+        ],
+    )
     training.train(config, args.out, args.data_root, progress=False)
     f1 = [round(json.loads(line)["dev"]["f1"], 2) for line in (Path(args.out) / "log.jsonl").open()]
     print(f"fused {args.fused} scaled {args.scaled} rows {args.rows} seed {args.seed}: dev F1 by epoch {f1}")

@@ -23,6 +23,7 @@ def main() -> None:
     from export_speed import model_and_data  # this folder is on sys.path when run as a script
 
     from seqlab.tagger import Tagger
+
     args, eager, sentences = model_and_data(batch_sizes=True)
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     taggers = {"torch": eager, **{name: Tagger.load(args.model, engine=name) for name in ("onnxruntime", "auto")}}
@@ -40,8 +41,10 @@ def main() -> None:
             for text in texts:
                 tagger.predict(text)
             times.setdefault((name, "text-1"), []).append(len(texts) / (time.perf_counter() - start))
-    print(f"{args.model} on {args.data}: {len(sentences)} sentences, {args.threads} threads, "
-          f"onnxruntime and auto tags identical to torch at batch 64 and 1: {same}")
+    print(
+        f"{args.model} on {args.data}: {len(sentences)} sentences, {args.threads} threads, "
+        f"onnxruntime and auto tags identical to torch at batch 64 and 1: {same}"
+    )
     keys = [*map(str, sizes), "text-1"]
     print(f"| engine | {' | '.join(f'batch {k}' for k in keys[:-1])} | text-1 | (sentences/s, medians; runs) |")
     print("|---" * (len(keys) + 2) + "|")

@@ -35,6 +35,7 @@ def model_and_data(batch_sizes: bool = False):
 
     from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
+
     torch.set_num_threads(args.threads)
     eager = Tagger.load(args.model)
     return args, eager, read_file(Path(args.data), eager.config.data, labeled=False)
@@ -43,17 +44,22 @@ def model_and_data(batch_sizes: bool = False):
 def main() -> None:
     args, eager, sentences = model_and_data()
     from seqlab.export import OnnxTagger, TorchScriptTagger, export_onnx, export_torchscript
+
     with tempfile.TemporaryDirectory() as tmp:
         export_onnx(args.model, Path(tmp) / "m.onnx")
         export_torchscript(args.model, Path(tmp) / "m.pt")
         onnx = OnnxTagger(args.model, Path(tmp) / "m.onnx", threads=args.threads)
         script = TorchScriptTagger(args.model, Path(tmp) / "m.pt")
         expected = eager.predict_tags(sentences)
-        same = {"onnxruntime": onnx.predict_tags(sentences) == expected,
-                "torchscript": script.predict_tags(sentences) == expected}
-        engines = (("eager", lambda b: eager.predict_tags(sentences, b)),
-                   ("onnxruntime", lambda b: onnx.predict_tags(sentences, b)),
-                   ("torchscript", lambda b: script.predict_tags(sentences, b)))
+        same = {
+            "onnxruntime": onnx.predict_tags(sentences) == expected,
+            "torchscript": script.predict_tags(sentences) == expected,
+        }
+        engines = (
+            ("eager", lambda b: eager.predict_tags(sentences, b)),
+            ("onnxruntime", lambda b: onnx.predict_tags(sentences, b)),
+            ("torchscript", lambda b: script.predict_tags(sentences, b)),
+        )
         times: dict[tuple[str, int], list[float]] = {}
         for _ in range(args.reps):
             for batch in (1, 64):

@@ -51,11 +51,38 @@ class Counter(TorchDispatchMode):
         else:
             results = out if isinstance(out, (tuple, list)) else [out]
             elements = sum(r.numel() for r in results if isinstance(r, torch.Tensor) and r.is_floating_point())
-            if elements and name not in ("empty", "empty_strided", "view", "_unsafe_view", "as_strided", "t",
-                                         "transpose", "expand", "permute", "slice", "select", "unsqueeze",
-                                         "squeeze", "detach", "alias", "reshape", "split", "chunk", "unbind",
-                                         "split_with_sizes", "clone", "contiguous", "copy_", "_to_copy",
-                                         "lift_fresh", "new_empty", "zeros", "ones", "fill_", "zero_"):
+            if elements and name not in (
+                "empty",
+                "empty_strided",
+                "view",
+                "_unsafe_view",
+                "as_strided",
+                "t",
+                "transpose",
+                "expand",
+                "permute",
+                "slice",
+                "select",
+                "unsqueeze",
+                "squeeze",
+                "detach",
+                "alias",
+                "reshape",
+                "split",
+                "chunk",
+                "unbind",
+                "split_with_sizes",
+                "clone",
+                "contiguous",
+                "copy_",
+                "_to_copy",
+                "lift_fresh",
+                "new_empty",
+                "zeros",
+                "ones",
+                "fill_",
+                "zero_",
+            ):
                 self.flops[name] += elements
         return out
 
@@ -76,8 +103,12 @@ def count(config_path: str, args: argparse.Namespace) -> dict:
             features, _ = net.encode(batch)
             net.decoder.proj(features)
     per_token = {k: v / tokens for k, v in sorted(counter.flops.items(), key=lambda kv: -kv[1])}
-    return {"config": config_path, "tokens": tokens, "total_per_token": sum(per_token.values()),
-            "per_token": {k: round(v) for k, v in per_token.items() if v >= 1}}
+    return {
+        "config": config_path,
+        "tokens": tokens,
+        "total_per_token": sum(per_token.values()),
+        "per_token": {k: round(v) for k, v in per_token.items() if v >= 1},
+    }
 
 
 def main() -> None:

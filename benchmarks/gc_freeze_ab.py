@@ -38,7 +38,7 @@ def main() -> None:
 
     def work() -> None:
         for k in range(0, len(texts), args.batch):
-            [q.to_dict() for q in tagger.predict(texts[k: k + args.batch], batch_size=args.batch)]
+            [q.to_dict() for q in tagger.predict(texts[k : k + args.batch], batch_size=args.batch)]
 
     work()  # warm-up
     print(f"objects the collector tracks after loading: {len(gc.get_objects()):,}")
@@ -64,11 +64,15 @@ def main() -> None:
             for took, generation in events:
                 count[generation] += 1
                 seconds[generation] += took
-            print(f"rep {rep + 1} {version}: {rate:,.0f} sentences/s; collections of generations 0/1/2 {count}, "
-                  f"seconds {[round(s, 4) for s in seconds]}")
+            print(
+                f"rep {rep + 1} {version}: {rate:,.0f} sentences/s; collections of generations 0/1/2 {count}, "
+                f"seconds {[round(s, 4) for s in seconds]}"
+            )
     gc.callbacks.remove(on_gc)
-    print(f"A (unfrozen) {rates['A']}, B (frozen) {rates['B']}; ratio of medians B / A "
-          f"{statistics.median(rates['B']) / statistics.median(rates['A']):.3f}")
+    print(
+        f"A (unfrozen) {rates['A']}, B (frozen) {rates['B']}; ratio of medians B / A "
+        f"{statistics.median(rates['B']) / statistics.median(rates['A']):.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -59,18 +59,25 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("model")
     p.add_argument("data")
-    p.add_argument("--lever", choices=["char-memo", "flat-lengths", "max-only-viterbi", "psa-tanh", "index-select",
-                                             "char-collate"], required=True)
+    p.add_argument(
+        "--lever",
+        choices=["char-memo", "flat-lengths", "max-only-viterbi", "psa-tanh", "index-select", "char-collate"],
+        required=True,
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--batch-sizes", default="1,64")
     p.add_argument("--text", action="store_true", help="also raw text in, spans out, one sentence per call")
-    p.add_argument("--keep-memo", action="store_true",
-                   help="empty the memo only before the first repetition (a long-running server's warm memo)")
+    p.add_argument(
+        "--keep-memo",
+        action="store_true",
+        help="empty the memo only before the first repetition (a long-running server's warm memo)",
+    )
     p.add_argument("--out")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from seqlab.data.readers import read_bmes, read_conll
+
     tagger = Tagger.load(args.model)
     data = tagger.config.data
     test = read_bmes(args.data) if data.format == "bmes" else read_conll(args.data, label_column=data.label_column)
@@ -109,20 +116,27 @@ def main() -> None:
                     set_lever(version == "B")
                     start = time.perf_counter()
                     if bs == "text-1":
-                        for t in texts[lo: lo + step]:
+                        for t in texts[lo : lo + step]:
                             tagger.predict([t], batch_size=1)
                     else:
-                        tags.setdefault(f"{version}{bs}", []).extend(tagger.predict_tags(test[lo: lo + step], bs))
+                        tags.setdefault(f"{version}{bs}", []).extend(tagger.predict_tags(test[lo : lo + step], bs))
                     seconds[version] += time.perf_counter() - start
             for version, sec in seconds.items():
                 runs.setdefault(str(bs), {"A": [], "B": []})[version].append(round(len(test) / sec, 1))
     set_lever(True)
-    result = {"lever": args.lever, "model": args.model, "data": args.data, "threads": args.threads, "sentences": len(test),
-              "memo": "warm after the first repetition" if args.keep_memo else "emptied before each repetition",
-              "sentences_per_s": runs,
-              "ratio_of_medians_B_over_A": {k: round(statistics.median(v["B"]) / statistics.median(v["A"]), 3)
-                                            for k, v in runs.items()},
-              "same_tags": all(tags[f"A{bs}"] == tags[f"B{bs}"] for bs in sizes if bs != "text-1")}
+    result = {
+        "lever": args.lever,
+        "model": args.model,
+        "data": args.data,
+        "threads": args.threads,
+        "sentences": len(test),
+        "memo": "warm after the first repetition" if args.keep_memo else "emptied before each repetition",
+        "sentences_per_s": runs,
+        "ratio_of_medians_B_over_A": {
+            k: round(statistics.median(v["B"]) / statistics.median(v["A"]), 3) for k, v in runs.items()
+        },
+        "same_tags": all(tags[f"A{bs}"] == tags[f"B{bs}"] for bs in sizes if bs != "text-1"),
+    }
     print(json.dumps(result, indent=2))
     if args.out:
         with open(args.out, "w") as f:

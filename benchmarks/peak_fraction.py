@@ -31,12 +31,19 @@ def matmul_peak(threads: int, n: int = 2048) -> float:
     for _ in range(5):
         start = time.perf_counter()
         a @ b
-        best = max(best, 2 * n ** 3 / (time.perf_counter() - start))
+        best = max(best, 2 * n**3 / (time.perf_counter() - start))
     return best / 1e9
 
 
-def flops_per_token(words: int = 50, chars: int = 30, char_filters: int = 50, casing: int = 8,
-                    hidden: int = 200, tags: int = 40, kernel: int = 3) -> dict[str, float]:
+def flops_per_token(
+    words: int = 50,
+    chars: int = 30,
+    char_filters: int = 50,
+    casing: int = 8,
+    hidden: int = 200,
+    tags: int = 40,
+    kernel: int = 3,
+) -> dict[str, float]:
     per_dir = hidden // 2
     inp = words + char_filters + casing
     out = {
@@ -60,19 +67,28 @@ def main() -> None:
     if "median" in result:  # speed_compare.py: the new checkout's medians
         speeds = {k: v["new"] for k, v in result["median"].items()}
     else:
-        speeds = {"train": result["train"]["sentences_per_s"],
-                  **{f"inference {k}": v["sentences_per_s"] for k, v in result["inference"].items()}}
+        speeds = {
+            "train": result["train"]["sentences_per_s"],
+            **{f"inference {k}": v["sentences_per_s"] for k, v in result["inference"].items()},
+        }
     peak = matmul_peak(args.threads)
     flops = flops_per_token()
     fwd = flops["forward total"]
-    report = {"matmul_peak_gflops": round(peak, 1), "threads": args.threads,
-              "flops_per_token": {k: round(v) for k, v in flops.items()}, "fraction_of_peak": {}}
+    report = {
+        "matmul_peak_gflops": round(peak, 1),
+        "threads": args.threads,
+        "flops_per_token": {k: round(v) for k, v in flops.items()},
+        "fraction_of_peak": {},
+    }
     for key, sents in speeds.items():
         per_token = 3 * fwd if key == "train" else fwd
         tokens = sents * (args.tokens_per_sentence if key == "train" else args.test_tokens_per_sentence)
         gflops = tokens * per_token / 1e9
-        report["fraction_of_peak"][key] = {"sentences_per_s": sents, "gflops": round(gflops, 2),
-                                           "fraction": round(gflops / peak, 4)}
+        report["fraction_of_peak"][key] = {
+            "sentences_per_s": sents,
+            "gflops": round(gflops, 2),
+            "fraction": round(gflops / peak, 4),
+        }
     print(json.dumps(report, indent=2))
 
 

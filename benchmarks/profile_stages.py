@@ -51,6 +51,7 @@ class Stages:
 
         def done(*_):
             self.seconds[name] += CLOCK() - starts.pop()
+
         module.register_forward_hook(done)
 
     def wrap(self, obj, attr: str, name: str) -> None:
@@ -60,6 +61,7 @@ class Stages:
         def timed(*args, **kwargs):
             with self.time(name):
                 return inner(*args, **kwargs)
+
         setattr(obj, attr, timed)
 
 
@@ -75,11 +77,13 @@ def instrument(tagger: Tagger, stages: Stages) -> None:
     stages.wrap(tagger, "encode", "featurizers (text -> ids)")
     stages.wrap(tagger, "to_labels", "ids -> labels")
     import seqlab.tagger as tagger_module
+
     inner = tagger_module.make_batches
 
     def timed_batches(*args, **kwargs):
         with stages.time("collate (ids -> tensors)"):
             return inner(*args, **kwargs)
+
     tagger_module.make_batches = timed_batches
 
 
@@ -103,8 +107,12 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--sentences", type=int, default=1000, help="test sentences tagged one at a time")
     p.add_argument("--train-batches", type=int, default=200)
-    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                   help="cpu: this thread's CPU time (use with --threads 1 when the machine is shared)")
+    p.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="cpu: this thread's CPU time (use with --threads 1 when the machine is shared)",
+    )
     p.add_argument("--out")
     args = p.parse_args()
     global CLOCK
@@ -116,8 +124,11 @@ def main() -> None:
     texts = [" ".join(s.tokens) for s in (corpus.test or corpus.dev)[: args.sentences]]
     result = {}
 
-    tagger = Tagger.load(args.model) if args.model else Tagger.build(config, corpus.train, corpus.scheme,
-                                                                     corpus.dev + corpus.test)
+    tagger = (
+        Tagger.load(args.model)
+        if args.model
+        else Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
+    )
     for t in texts[:100]:
         tagger.predict([t], batch_size=1)  # warm-up
     start = CLOCK()
@@ -139,15 +150,23 @@ def main() -> None:
     stages = Stages()
     instrument(tagger, stages)
     tagger.predict_tags(test, 64)
-    result["predict_tags_batch_64"] = report("tagging the test set at batch 64 (Sentence in, labels out)", stages,
-                                             total, len(test), "sentence")
+    result["predict_tags_batch_64"] = report(
+        "tagging the test set at batch 64 (Sentence in, labels out)", stages, total, len(test), "sentence"
+    )
 
     tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
     net, cfg = tagger.net, config.train
     params = [q for q in net.parameters() if q.requires_grad]
     optimizer = make_optimizer(params, cfg)
-    batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, cfg.batch_size,
-                           cfg.batch_tokens, shuffle=True, rng=random.Random(1), length=cfg.batch_length)
+    batches = make_batches(
+        tagger.encode(corpus.train, with_tags=True),
+        tagger.featurizers,
+        cfg.batch_size,
+        cfg.batch_tokens,
+        shuffle=True,
+        rng=random.Random(1),
+        length=cfg.batch_length,
+    )
     batches = batches[: args.train_batches]
     net.train()
     stages = Stages()
@@ -163,6 +182,7 @@ def main() -> None:
             if cfg.clip:
                 torch.nn.utils.clip_grad_norm_(params, cfg.clip)
             optimizer.step()
+
     for batch in batches[:20]:
         step(batch)
     stages.seconds.clear()
@@ -173,8 +193,9 @@ def main() -> None:
     forward = {k: v for k, v in stages.seconds.items() if k.startswith(("embed", "encoder", "decoder"))}
     for k in forward:  # parts of "forward + loss": indented, not added twice
         stages.seconds["  " + k] = stages.seconds.pop(k)
-    result["train_step"] = report(f"training (batch {cfg.batch_size}, {cfg.optimizer})", stages, total,
-                                  len(batches), "step")
+    result["train_step"] = report(
+        f"training (batch {cfg.batch_size}, {cfg.optimizer})", stages, total, len(batches), "step"
+    )
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)

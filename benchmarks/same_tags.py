@@ -21,6 +21,7 @@ import torch
 def predict(pairs: list[str], engine: str = "torch") -> dict:
     from seqlab.data.readers import read_bmes, read_conll
     from seqlab.tagger import Tagger
+
     out = {}
     for pair in pairs:
         model, data = pair.rsplit(":", 1)

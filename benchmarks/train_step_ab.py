@@ -78,6 +78,8 @@ def padded_char_cnn(self, chars):
         return CharCNN.forward(self, chars)
     finally:
         self.training = True
+
+
 SCORES = psa_module.AdditiveScores
 
 
@@ -113,10 +115,26 @@ def set_lever(lever: str, on: bool) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--lever", choices=["nadam", "crf-numpy", "crf-scaled", "crf-compiled", "step-wrappers", "fused-sgd", "fused-nadam", "dropout",
-                                       "flat-lengths",
-                                       "gc-freeze", "bilstm-pair", "psa-tanh", "char-packed", "row-tables"],
-                   required=True)
+    p.add_argument(
+        "--lever",
+        choices=[
+            "nadam",
+            "crf-numpy",
+            "crf-scaled",
+            "crf-compiled",
+            "step-wrappers",
+            "fused-sgd",
+            "fused-nadam",
+            "dropout",
+            "flat-lengths",
+            "gc-freeze",
+            "bilstm-pair",
+            "psa-tanh",
+            "char-packed",
+            "row-tables",
+        ],
+        required=True,
+    )
     p.add_argument("--optimizer", choices=["nadam", "sgd"], default="nadam")
     p.add_argument("--config", default="configs/chunking-bilstm-crf.yaml")
     p.add_argument("--data-root", default="../shared/data")
@@ -148,9 +166,15 @@ def main() -> None:
         else:
             opt = make_optimizer(params, cfg, row_tables=on or args.lever != "row-tables")
         if batches is None:
-            batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers,
-                                   cfg.batch_size, cfg.batch_tokens, shuffle=True, rng=random.Random(1),
-                                   length=cfg.batch_length)[: 20 + args.steps]
+            batches = make_batches(
+                tagger.encode(corpus.train, with_tags=True),
+                tagger.featurizers,
+                cfg.batch_size,
+                cfg.batch_tokens,
+                shuffle=True,
+                rng=random.Random(1),
+                length=cfg.batch_length,
+            )[: 20 + args.steps]
         tagger.net.train()
         for b in batches[:20]:  # warm-up
             train_step(tagger.net, b, opt, params, cfg)
@@ -165,7 +189,7 @@ def main() -> None:
                 net, opt, params = models[version]
                 torch.set_rng_state(rng[version])
                 start = time.perf_counter()
-                for b in batches[lo: min(lo + BLOCK, 20 + args.steps)]:
+                for b in batches[lo : min(lo + BLOCK, 20 + args.steps)]:
                     train_step(net, b, opt, params, cfg)
                 seconds[version] += time.perf_counter() - start
                 rng[version] = torch.get_rng_state()
@@ -178,8 +202,10 @@ def main() -> None:
             weights = {v: [q.detach().clone() for q in m[2]] for v, m in models.items()}
     set_lever(args.lever, True)
     print(f"lever {args.lever}, optimizer {cfg.optimizer}; ms per step, A (off): {times['A']}, B (on): {times['B']}")
-    print("largest weight difference after the first repetition:",
-          max((a - b).abs().max().item() for a, b in zip(weights["A"], weights["B"])))
+    print(
+        "largest weight difference after the first repetition:",
+        max((a - b).abs().max().item() for a, b in zip(weights["A"], weights["B"])),
+    )
     print("ratio of medians A / B", round(statistics.median(times["A"]) / statistics.median(times["B"]), 3))
 
 

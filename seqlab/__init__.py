@@ -29,5 +29,15 @@ from seqlab.errors import SeqlabError  # noqa: E402
 from seqlab.tagger import Prediction, Span, Tagger  # noqa: E402
 from seqlab.training import evaluate, train  # noqa: E402
 
-__all__ = ["CRF", "ExperimentConfig", "Prediction", "SeqlabError", "Span", "Tagger", "evaluate", "load_config",
-           "train", "__version__"]
+__all__ = [
+    "CRF",
+    "ExperimentConfig",
+    "Prediction",
+    "SeqlabError",
+    "Span",
+    "Tagger",
+    "evaluate",
+    "load_config",
+    "train",
+    "__version__",
+]

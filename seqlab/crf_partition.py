@@ -2,6 +2,27 @@
 A module-level setting is read where it lives now: set it there, not here."""
 
 from seqlab.crf.host import log_product
-from seqlab.crf.partition import CPU_COMPILED, CPU_NUMPY, CPU_SCALED, GPU_ON_HOST, LogPartition, PAIR_BLOCK, alpha_recursion, beta_recursion, on_host
+from seqlab.crf.partition import (
+    CPU_COMPILED,
+    CPU_NUMPY,
+    CPU_SCALED,
+    GPU_ON_HOST,
+    LogPartition,
+    PAIR_BLOCK,
+    alpha_recursion,
+    beta_recursion,
+    on_host,
+)
 
-__all__ = ["CPU_COMPILED", "CPU_NUMPY", "CPU_SCALED", "GPU_ON_HOST", "LogPartition", "PAIR_BLOCK", "alpha_recursion", "beta_recursion", "log_product", "on_host"]
+__all__ = [
+    "CPU_COMPILED",
+    "CPU_NUMPY",
+    "CPU_SCALED",
+    "GPU_ON_HOST",
+    "LogPartition",
+    "PAIR_BLOCK",
+    "alpha_recursion",
+    "beta_recursion",
+    "log_product",
+    "on_host",
+]

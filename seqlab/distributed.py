@@ -4,4 +4,13 @@ A module-level setting is read where it lives now: set it there, not here."""
 from seqlab.training.distributed import MAX_PROCESSES, RankFailed, launch
 from seqlab.training.ranks import CUDA_RNG_PREFIX, DataParallelLoss, RNG_PREFIX, Ranks, Shard
 
-__all__ = ["CUDA_RNG_PREFIX", "DataParallelLoss", "MAX_PROCESSES", "RNG_PREFIX", "RankFailed", "Ranks", "Shard", "launch"]
+__all__ = [
+    "CUDA_RNG_PREFIX",
+    "DataParallelLoss",
+    "MAX_PROCESSES",
+    "RNG_PREFIX",
+    "RankFailed",
+    "Ranks",
+    "Shard",
+    "launch",
+]

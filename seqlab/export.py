@@ -2,6 +2,24 @@
 A module-level setting is read where it lives now: set it there, not here."""
 
 from seqlab.runtime.tracing import EncoderNet, MAX_SPAN
-from seqlab.serving.export import EXPORTERS, EmissionNet, ExportedTagger, OnnxTagger, TorchScriptTagger, export_onnx, export_torchscript
+from seqlab.serving.export import (
+    EXPORTERS,
+    EmissionNet,
+    ExportedTagger,
+    OnnxTagger,
+    TorchScriptTagger,
+    export_onnx,
+    export_torchscript,
+)
 
-__all__ = ["EXPORTERS", "EmissionNet", "EncoderNet", "ExportedTagger", "MAX_SPAN", "OnnxTagger", "TorchScriptTagger", "export_onnx", "export_torchscript"]
+__all__ = [
+    "EXPORTERS",
+    "EmissionNet",
+    "EncoderNet",
+    "ExportedTagger",
+    "MAX_SPAN",
+    "OnnxTagger",
+    "TorchScriptTagger",
+    "export_onnx",
+    "export_torchscript",
+]

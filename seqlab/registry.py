@@ -74,8 +74,11 @@ class Registry(Generic[C]):
             raise PydanticCustomError("registry_mapping", f"expected a mapping with a 'type' key ({self.kind})")
         name = value.get("type")
         if not isinstance(name, str) or name not in self._classes:
-            raise PydanticCustomError("registry_type", "{detail}", {
-                "detail": f"unknown {self.kind} type {name!r}; known: {', '.join(self.names())}"})
+            raise PydanticCustomError(
+                "registry_type",
+                "{detail}",
+                {"detail": f"unknown {self.kind} type {name!r}; known: {', '.join(self.names())}"},
+            )
         return self._classes[name].model_validate(value)
 
 

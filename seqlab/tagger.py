@@ -51,8 +51,15 @@ PAD_OVERHEAD = 256
 class Tagger:
     """A trained (or freshly built) sequence tagger."""
 
-    def __init__(self, config: ExperimentConfig, featurizers: dict[str, Featurizer], tags: Vocab, scheme: str,
-                 net: TaggerNet, device: str | torch.device = "cpu"):
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        featurizers: dict[str, Featurizer],
+        tags: Vocab,
+        scheme: str,
+        net: TaggerNet,
+        device: str | torch.device = "cpu",
+    ):
         self.config, self.featurizers, self.tags, self.scheme = config, featurizers, tags, scheme
         self.device = resolve_device(device)
         self.net = net.to(self.device)
@@ -83,8 +90,14 @@ class Tagger:
 
     # ----- construction ------------------------------------------------------------------------
     @classmethod
-    def build(cls, config: ExperimentConfig, train: list[Sentence], scheme: str,
-              other: Sequence[Sentence] = (), device: str | torch.device = "cpu") -> "Tagger":
+    def build(
+        cls,
+        config: ExperimentConfig,
+        train: list[Sentence],
+        scheme: str,
+        other: Sequence[Sentence] = (),
+        device: str | torch.device = "cpu",
+    ) -> "Tagger":
         """Featurizers fitted on ``train`` (pre-trained words also from ``other``), tags, network."""
         featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
         for f in featurizers.values():
@@ -111,8 +124,11 @@ class Tagger:
         whole = 2 * engine.pairwise_dim if engine is not None and engine.max_rows is None else 0  # R and its sum
         key = (nbest, explain, whole)
         if key not in self._costs:
-            chars = {name: f.config.max_len for name, f in self.featurizers.items()
-                     if isinstance(getattr(f.config, "max_len", None), int)}  # characters per token
+            chars = {
+                name: f.config.max_len
+                for name, f in self.featurizers.items()
+                if isinstance(getattr(f.config, "max_len", None), int)
+            }  # characters per token
             self._costs[key] = network_cost(self.net, chars, len(self.tags), nbest, explain, whole)
         return self._costs[key]
 
@@ -121,8 +137,13 @@ class Tagger:
         threads = torch.get_num_threads() if self.device.type == "cpu" else 1
         return Budget(self.cost(nbest, explain), self.memory_budget, threads)
 
-    def predict_tags(self, sentences: Sequence[Sentence], batch_size: int | None = None,
-                     ablate: Collection[str] = (), max_length: int | None = None) -> list[list[str]]:
+    def predict_tags(
+        self,
+        sentences: Sequence[Sentence],
+        batch_size: int | None = None,
+        ablate: Collection[str] = (),
+        max_length: int | None = None,
+    ) -> list[list[str]]:
         """Predicted labels in the input's tag scheme."""
         return [self._labels(r) for r in run_capped(self, sentences, max_length, batch_size, ablate=ablate)]
 
@@ -130,8 +151,15 @@ class Tagger:
         """A row's tags in the input's scheme (converted with its batch where it was tagged whole)."""
         return row.labels if row.labels is not None else self.to_labels(row.tags)
 
-    def predict(self, inputs, batch_size: int | None = None, nbest: int | None = None,
-                explain: bool = False, max_length: int | None = None, confidence: bool = False) -> list[Prediction]:
+    def predict(
+        self,
+        inputs,
+        batch_size: int | None = None,
+        nbest: int | None = None,
+        explain: bool = False,
+        max_length: int | None = None,
+        confidence: bool = False,
+    ) -> list[Prediction]:
         """Tag raw strings (cut by the model's tokenizer, :func:`seqlab.data.tokenization.model_tokenizer`: whitespace,
         one char per token for character models; a span's text is its characters in the string), token lists or
         :class:`Sentence` objects. Returns one :class:`Prediction` per input with tags and spans, and the
@@ -149,6 +177,7 @@ class Tagger:
         batches of up to :data:`seqlab.runtime.engine.AUTO_ROWS` sentences, torch for larger ones, torch alone where
         onnxruntime cannot run the model) for the following predictions."""
         from seqlab.runtime.engine import make_engine
+
         self.engine = make_engine(name, self)
         self.engine_name = name
 
@@ -176,8 +205,13 @@ class Tagger:
         """Gold labels (in the input scheme) that the model cannot predict, with their counts."""
         return scoring.unseen_labels(self, sentences)
 
-    def evaluate(self, sentences: Sequence[Sentence], batch_size: int | None = None,
-                 unseen: Literal["warn", "error", "score"] = "warn", ablate: Collection[str] = ()) -> Evaluation:
+    def evaluate(
+        self,
+        sentences: Sequence[Sentence],
+        batch_size: int | None = None,
+        unseen: Literal["warn", "error", "score"] = "warn",
+        ablate: Collection[str] = (),
+    ) -> Evaluation:
         """Scores against the sentences' gold labels (conlleval span F1, or token accuracy for plain
         labels) and the predictions. A gold label unseen in training is scored as conlleval does (a chunk
         the model always misses) with a warning ("warn"), silently ("score"), or is an error naming its
@@ -211,17 +245,26 @@ class Tagger:
     def info(self) -> dict:
         params = sum(p.numel() for p in self.net.parameters())
         vocab_sizes = {name: len(f.vocab) for name, f in self.featurizers.items() if hasattr(f, "vocab")}
-        return {"seqlab_version": __version__, "task": self.config.task, "scheme": self.scheme,
-                "train_scheme": self.train_scheme, "labels": self.tags.itos,
-                "features": {name: f.config.type for name, f in self.featurizers.items()},
-                "vocabulary_sizes": vocab_sizes, "parameters": params,
-                "encoders": [e.type for e in self.config.model.encoders],
-                "decoder": self.config.model.decoder.type,
-                "temperature": getattr(self.config.model.decoder, "temperature", None),  # of its confidences
-                "device": str(self.device),
-                "engine": self.engine_name,  # as asked for; "encoding": what runs it
-                "encoding": "torch" if self.engine is None else "onnxruntime" if self.engine.max_rows is None
-                else f"onnxruntime for batches of up to {self.engine.max_rows} sentences, torch for larger ones"}
+        return {
+            "seqlab_version": __version__,
+            "task": self.config.task,
+            "scheme": self.scheme,
+            "train_scheme": self.train_scheme,
+            "labels": self.tags.itos,
+            "features": {name: f.config.type for name, f in self.featurizers.items()},
+            "vocabulary_sizes": vocab_sizes,
+            "parameters": params,
+            "encoders": [e.type for e in self.config.model.encoders],
+            "decoder": self.config.model.decoder.type,
+            "temperature": getattr(self.config.model.decoder, "temperature", None),  # of its confidences
+            "device": str(self.device),
+            "engine": self.engine_name,  # as asked for; "encoding": what runs it
+            "encoding": "torch"
+            if self.engine is None
+            else "onnxruntime"
+            if self.engine.max_rows is None
+            else f"onnxruntime for batches of up to {self.engine.max_rows} sentences, torch for larger ones",
+        }
 
 
 __all__ = ["Tagger", "Prediction", "Span", "ScoredTags", "LayerExplanation", "Evaluation", "PAD", "UNK"]

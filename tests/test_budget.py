@@ -17,8 +17,9 @@ from tests.conftest import tiny_config
 from tests.test_cli import assert_user_error, run
 
 
-@pytest.mark.parametrize("text, seconds", [("90s", 90), ("45m", 2700), ("2.5h", 9000), ("120", 120), (" 3 m ", 180),
-                                           (".5h", 1800), (7, 7.0)])
+@pytest.mark.parametrize(
+    "text, seconds", [("90s", 90), ("45m", 2700), ("2.5h", 9000), ("120", 120), (" 3 m ", 180), (".5h", 1800), (7, 7.0)]
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
@@ -73,8 +74,14 @@ def test_plan_with_a_budget_keeps_time_for_the_final_scoring():
 
 def _budgeted(path, budget: str, **train_over):
     raw = tiny_config(path).model_dump(mode="json")
-    raw["train"].update(max_epochs=10_000, budget=budget, budget_evals=6, lr_schedule="linear",
-                        lr_decay=TrainConfig.model_fields["lr_decay"].default, **train_over)
+    raw["train"].update(
+        max_epochs=10_000,
+        budget=budget,
+        budget_evals=6,
+        lr_schedule="linear",
+        lr_decay=TrainConfig.model_fields["lr_decay"].default,
+        **train_over,
+    )
     return config_from_dict(raw)
 
 
@@ -113,9 +120,9 @@ def test_resume_continues_the_clock(tiny_corpus, tmp_path):
 def test_budget_on_the_command_line(tiny_corpus, tmp_path):
     cfg = tmp_path / "c.yaml"
     import yaml
+
     cfg.write_text(yaml.safe_dump(_budgeted(tiny_corpus, "30s").model_dump(mode="json")))
-    assert_user_error(run("train", cfg, "--out", tmp_path / "r", "--budget", "5 minutes"), "--budget",
-                      "not a duration")
+    assert_user_error(run("train", cfg, "--out", tmp_path / "r", "--budget", "5 minutes"), "--budget", "not a duration")
     proc = run("train", cfg, "--out", tmp_path / "r", "--budget", "4s")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "r" / "results.json").read_text())["budget_s"] == 4.0
@@ -128,6 +135,7 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_model(tiny_corpus, tmp_pa
     import torch
 
     import seqlab.training.loop as training
+
     config = _short_run(tiny_corpus, 2)
     train(config, tmp_path / "run", progress=False)
     saved = {p.name: p.read_bytes() for p in (tmp_path / "run" / "model").iterdir()}
@@ -139,6 +147,7 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_model(tiny_corpus, tmp_pa
         with torch.no_grad():
             next(p for p in net.parameters() if p.requires_grad).fill_(float("nan"))
         return losses * float("nan") if poison == "loss" else losses
+
     monkeypatch.setattr(training, "train_step", diverging)
     where = "epoch 3, step 1" if poison == "loss" else "epoch 3"
     with pytest.raises(SeqlabError, match=f"training diverged: .* at {where}"):

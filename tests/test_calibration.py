@@ -58,8 +58,9 @@ def test_tempered_softmax_divides_the_logits():
     want = (F.cross_entropy(logits.transpose(1, 2), tags, reduction="none") * mask).sum(1)
     torch.testing.assert_close(dec.scaled_nll(feats, tags, mask, Context.of(mask), 1.7).detach(), want)
     dec.temperature = 1.7
-    torch.testing.assert_close(dec.marginals(feats, mask, Context.of(mask)).detach(),
-                               logits.softmax(-1) * mask.unsqueeze(-1))
+    torch.testing.assert_close(
+        dec.marginals(feats, mask, Context.of(mask)).detach(), logits.softmax(-1) * mask.unsqueeze(-1)
+    )
 
 
 def test_expected_calibration_error_by_hand():

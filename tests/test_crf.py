@@ -335,6 +335,7 @@ def test_log_partition_in_numpy_equals_the_torch_recursions(seed, monkeypatch):
     """On CPU, LogPartition runs in NumPy float64; the PyTorch recursions (kept for GPUs) give the same log Z
     and gradients: to float64 rounding on float64 inputs, to float32 rounding on the float32 a model trains in."""
     import seqlab.crf.partition as partition
+
     monkeypatch.setattr(partition, "PAIR_BLOCK", 1 if seed % 3 == 0 else partition.PAIR_BLOCK)  # a step a block
     num_tags, batch, seq_len = 2 + seed % 6, 1 + seed % 4, 1 + seed % 9
     for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 2e-5)):
@@ -363,6 +364,7 @@ def _partition_inputs(crf: CRF, em: torch.Tensor, mask: torch.Tensor):
 def _compiled_partition():
     """seqlab.crf.compiled.CompiledPartition, or a skip where Numba is missing."""
     from seqlab.crf.compiled import CompiledPartition, kernels
+
     if kernels() is None:
         pytest.skip("numba is not installed (a dependency of seqlab): the compiled recursions are absent")
     return CompiledPartition
@@ -376,6 +378,7 @@ def test_probability_space_recursions_equal_the_log_space_ones(seed, compiled):
     the log-space recursions' (NumpyPartition) to float64 rounding: padding with absurd values, constraints,
     one-token sentences, emissions spread up to 30 apart, emissions in float32 and float64, contiguous or not."""
     from seqlab.crf.host import NumpyPartition, ScaledPartition
+
     scaled_class = _compiled_partition() if compiled else ScaledPartition
     num_tags, batch, seq_len = 1 + seed % 7, 1 + seed % 5, 1 + seed % 11
     crf = make_crf(num_tags, seed, constrained=seed % 2 == 1, scale=(1.0, 3.0, 10.0)[seed % 3])
@@ -400,6 +403,7 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     (and equal brute force), as do the confidences' marginals; a gradient whose marginals underflow falls back
     the same way."""
     import seqlab.crf.host as host
+
     allowed = torch.tensor([[False, True], [False, True]])  # nothing enters tag 0 after step 0
     crf = CRF(2, allowed=allowed).double()
     em = torch.tensor([[[0.0, 0.0], [1000.0, 0.0], [0.0, 0.5]]], dtype=torch.float64, requires_grad=True)
@@ -408,7 +412,7 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
         host.ScaledPartition(*_partition_inputs(crf, em, mask))
     log_z = crf.log_partition(em, mask)
     assert log_z.item() == pytest.approx(logsumexp(brute_all(crf, em[0].detach(), only_allowed=True).values()))
-    grad, = torch.autograd.grad(log_z.sum(), [em])
+    (grad,) = torch.autograd.grad(log_z.sum(), [em])
     assert torch.isfinite(grad).all() and grad[0, 1].tolist() == pytest.approx([0.0, 1.0])
 
     with torch.no_grad():  # the confidences' forward-backward (seqlab.crf.posteriors) takes the same exact path
@@ -435,6 +439,7 @@ def test_compiled_recursions_hand_underflows_to_the_log_space_ones(monkeypatch):
     underflow comes from the log-space gradient. Without Numba, the NumPy probability-space recursions run."""
     import seqlab.crf.host as host
     import seqlab.crf.partition as partition
+
     compiled_class = _compiled_partition()
     allowed = torch.tensor([[False, True], [False, True]])
     crf = CRF(2, allowed=allowed).double()
@@ -467,6 +472,7 @@ def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(m
     Z came out near 113). log Z, its gradient and the marginals with gradients equal brute force over the
     allowed paths, and every gradient is finite."""
     import seqlab.crf.partition as partition
+
     monkeypatch.setattr(partition, "CPU_NUMPY", False)
     allowed = torch.tensor([[False, True], [False, True]])
     crf = CRF(2, allowed=allowed)
@@ -475,7 +481,7 @@ def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(m
     paths = brute_all(crf, em[0].detach().double(), only_allowed=True)
     log_z = crf.log_partition(em, mask)
     assert log_z.item() == pytest.approx(logsumexp(paths.values()), abs=1e-4)
-    grad, = torch.autograd.grad(log_z.sum(), [em])
+    (grad,) = torch.autograd.grad(log_z.sum(), [em])
     expected = torch.zeros(4, 2)
     for path, score in paths.items():
         for t, y in enumerate(path):
@@ -484,7 +490,7 @@ def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(m
     torch.testing.assert_close(grad[0], expected, atol=1e-5, rtol=1e-4)
     marginals = crf.marginals(em, mask)  # with gradients: the PyTorch alpha and beta recursions
     torch.testing.assert_close(marginals[0].detach(), expected, atol=1e-5, rtol=1e-4)
-    back, = torch.autograd.grad(marginals[0, 2, 1], [em])
+    (back,) = torch.autograd.grad(marginals[0, 2, 1], [em])
     assert torch.isfinite(back).all()
 
 
@@ -498,9 +504,14 @@ def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
     integer = seed % 3 != 0
     with torch.no_grad():
         for p in crf.parameters():
-            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float() if integer else torch.randn(p.shape, generator=g))
-    em = (torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float() if integer
-          else torch.randn(batch, seq_len, num_tags, generator=g))
+            p.copy_(
+                torch.randint(-2, 3, p.shape, generator=g).float() if integer else torch.randn(p.shape, generator=g)
+            )
+    em = (
+        torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float()
+        if integer
+        else torch.randn(batch, seq_len, num_tags, generator=g)
+    )
     lengths = torch.randint(1, seq_len + 1, (batch,), generator=g)
     mask = torch.arange(seq_len)[None] < lengths[:, None]
     mask[0] = True
@@ -509,8 +520,7 @@ def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
     assert torch.equal(tags, ref_tags) and torch.equal(scores, ref_scores)
     for b in range(batch):  # and each path really scores what it says
         n = int(mask[b].sum())
-        assert crf.score(em[b:b + 1, :n], tags[b:b + 1, :n]).item() == pytest.approx(scores[b].item(), abs=1e-4)
-
+        assert crf.score(em[b : b + 1, :n], tags[b : b + 1, :n]).item() == pytest.approx(scores[b].item(), abs=1e-4)
 
 
 def integer_case(g: torch.Generator, num_tags: int, batch: int, seq_len: int, allowed: float | None):
@@ -529,6 +539,7 @@ def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
     """Batches of (batch x tags x tags) >= seqlab.crf.viterbi.TORCH_ADD_FROM take the PyTorch-add path of
     the NumPy decoder; its paths and scores are the PyTorch loop's too, ties and padding included."""
     from seqlab.crf.viterbi import TORCH_ADD_FROM
+
     g = torch.Generator().manual_seed(100 + seed)
     num_tags, batch, seq_len = 20 + 4 * seed, 25 + 9 * seed, 3 + 5 * seed
     assert batch * num_tags * num_tags >= TORCH_ADD_FROM
@@ -547,6 +558,7 @@ def test_max_only_viterbi_equals_the_pointer_keeping_one(seed, monkeypatch):
     (seqlab.crf.viterbi.MAX_ONLY_FROM): the same paths and scores as keeping every pointer and as the PyTorch
     loop, with ties (small integer scores), padding, one-token sentences and constraints."""
     import seqlab.crf.viterbi as V
+
     g = torch.Generator().manual_seed(300 + seed)
     num_tags, batch, seq_len = 2 + 5 * seed, 2 + 7 * seed, 1 + 4 * seed
     crf, em, lengths = integer_case(g, num_tags, batch, seq_len, 0.4 if seed % 2 else None)
@@ -660,6 +672,7 @@ def test_numpy_forward_backward_equals_the_torch_recursions(constrained):
     gradients (which pick one or the other) agree."""
     from seqlab.crf.partition import alpha_recursion, beta_recursion
     from seqlab.crf.posteriors import forward_backward
+
     crf = make_crf(6, seed=11, constrained=constrained)
     em = rand_emissions(4, 9, 6, seed=12)
     mask = torch.arange(9)[None] < torch.tensor([9, 1, 5, 8])[:, None]

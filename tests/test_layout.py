@@ -151,8 +151,11 @@ def private_uses(known: dict[str, Path]) -> list[str]:
             if isinstance(node, ast.ImportFrom):
                 for lineno, target, names in imports(name, path, known):
                     if lineno == node.lineno and names and target != name:
-                        found += [f"{name}:{lineno}: {target}.{n}" for n in names if n.startswith("_")
-                                  and not n.startswith("__")]
+                        found += [
+                            f"{name}:{lineno}: {target}.{n}"
+                            for n in names
+                            if n.startswith("_") and not n.startswith("__")
+                        ]
                 for alias in node.names:
                     full = f"{node.module}.{alias.name}" if node.module else alias.name
                     if full in known:
@@ -162,8 +165,14 @@ def private_uses(known: dict[str, Path]) -> list[str]:
                     if alias.name in known and alias.asname:
                         bound[alias.asname] = alias.name
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound \
-                    and node.attr.startswith("_") and not node.attr.startswith("__") and bound[node.value.id] != name:
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in bound
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and bound[node.value.id] != name
+            ):
                 found.append(f"{name}:{node.lineno}: {bound[node.value.id]}.{node.attr}")
     return sorted(set(found))
 

@@ -44,8 +44,7 @@ def test_packed_inference_follows_weight_updates():
         with torch.no_grad():
             packed = ours(x, lengths)
         padded = ours(x, lengths)  # grad enabled: the padded one-way kernels
-        return all(torch.allclose(packed[b, :n], padded[b, :n], atol=1e-6)
-                   for b, n in enumerate(lengths.tolist()))
+        return all(torch.allclose(packed[b, :n], padded[b, :n], atol=1e-6) for b, n in enumerate(lengths.tolist()))
 
     assert agree()
     with torch.no_grad():

@@ -14,9 +14,15 @@ from seqlab.cli import main
 from seqlab.errors import SeqlabError
 from seqlab.tagging.named_models import ENV, available, resolve_model
 
-CARD = {"name": "tiny-chunk", "language": "en", "task": "chunking", "description": "a test chunker",
-        "data": {"name": "20 CoNLL-2000 sentences"}, "recipe": {"config": "tests/conftest.py"},
-        "scores": {"test": {"metric": "f1", "value": 61.25, "paper": 93.5}}}
+CARD = {
+    "name": "tiny-chunk",
+    "language": "en",
+    "task": "chunking",
+    "description": "a test chunker",
+    "data": {"name": "20 CoNLL-2000 sentences"},
+    "recipe": {"config": "tests/conftest.py"},
+    "scores": {"test": {"metric": "f1", "value": 61.25, "paper": 93.5}},
+}
 
 
 @pytest.fixture
@@ -38,6 +44,7 @@ def models(shared_tiny_model, tmp_path, monkeypatch) -> Path:
 
 def test_names_resolve_and_load(models, shared_tiny_model):
     from seqlab.tagger import Tagger
+
     assert resolve_model("tiny-chunk") == models / "tiny-chunk"
     _, model = shared_tiny_model
     assert resolve_model(model) == model  # a path stays a path
@@ -59,6 +66,7 @@ def test_search_order(models, tmp_path, monkeypatch, shared_tiny_model):
     first.mkdir()
     shutil.copytree(shared_tiny_model[1], first / "other")
     import os
+
     monkeypatch.setenv(ENV, os.pathsep.join([str(first), str(models)]))
     assert resolve_model("other") == first / "other"
     assert [m.path for m in available()] == [first / "other", models / "tiny-chunk"]
@@ -86,6 +94,7 @@ def test_commands_take_a_name(models, shared_tiny_model, capsys, tmp_path):
 def test_serve_gets_the_folder_of_a_name(models, monkeypatch):
     """serve hands its workers an absolute path: a name is resolved first."""
     import seqlab.serving.serve
+
     called = []
     monkeypatch.setattr(seqlab.serving.serve, "run_server", lambda model, *args: called.append(model))
     assert main(["-q", "serve", "tiny-chunk"]) == 0

@@ -14,9 +14,11 @@ import pytest
 
 spacy = pytest.importorskip("spacy", reason="spaCy is not installed (pip install 'seqlab[spacy]')")
 
-TEXTS = ["He reckons the current account deficit will narrow to only 1.8 billion in September .",
-         "Confidence in the pound is widely expected to take another sharp dive .",
-         "  The  pound\nfell .  "]
+TEXTS = [
+    "He reckons the current account deficit will narrow to only 1.8 billion in September .",
+    "Confidence in the pound is widely expected to take another sharp dive .",
+    "  The  pound\nfell .  ",
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +35,7 @@ def ner_model(shared_tiny_model, tmp_path_factory) -> Path:
 def test_registered_by_entry_point():
     from importlib.metadata import entry_points
     from seqlab.integrations.spacy import make_component
+
     (point,) = [p for p in entry_points(group="spacy_factories") if p.name == "seqlab"]
     assert point.load() is make_component  # seqlab.integrations.spacy's, or an install's older path to it
     code = "import spacy; print(spacy.blank('en').has_factory('seqlab'))"
@@ -42,6 +45,7 @@ def test_registered_by_entry_point():
 
 def test_entities_with_confidences(ner_model):
     from seqlab.tagger import Tagger
+
     nlp = spacy.blank("en")
     nlp.add_pipe("seqlab", config={"model": str(ner_model)})
     doc = nlp(TEXTS[0])
@@ -82,6 +86,7 @@ def test_pipe_batches_like_single_calls(ner_model):
 
 def test_named_model_and_errors(ner_model, tmp_path, monkeypatch):
     from seqlab.errors import SeqlabError
+
     (tmp_path / "zoo").mkdir()
     shutil.copytree(ner_model, tmp_path / "zoo" / "tiny-ner")
     monkeypatch.setenv("SEQLAB_MODELS", str(tmp_path / "zoo"))
@@ -119,9 +124,17 @@ def test_character_models_get_characters_and_spans_widen_to_spacy_tokens(ner_mod
 def test_pos_models_set_token_tags(tmp_path_factory):
     from seqlab.errors import SeqlabError
     from tests.conftest import tiny_config, train_tiny
-    _, run, _ = train_tiny(tmp_path_factory, "pos", lambda p: tiny_config(
-        p, task="pos", data={"train": str(p), "dev": str(p), "test": str(p), "label_column": 1, "scheme": "none"},
-        train={**tiny_config(p).train.model_dump(), "max_epochs": 3}))
+
+    _, run, _ = train_tiny(
+        tmp_path_factory,
+        "pos",
+        lambda p: tiny_config(
+            p,
+            task="pos",
+            data={"train": str(p), "dev": str(p), "test": str(p), "label_column": 1, "scheme": "none"},
+            train={**tiny_config(p).train.model_dump(), "max_epochs": 3},
+        ),
+    )
     nlp = spacy.blank("en")
     nlp.add_pipe("seqlab", config={"model": str(run / "model")})
     doc = nlp("The pound fell  sharply .")

@@ -26,6 +26,7 @@ from tests.conftest import tiny_config, train_tiny
 
 # ----- a toy featurizer: the token's length, bucketed; it reports a length of its own -----------------
 
+
 @FEATURES.register
 class ToyLengthConfig(FeatureConfig):
     type: Literal["toy_length"] = "toy_length"
@@ -77,6 +78,7 @@ class ToyLengthFeaturizer(Featurizer):
 
 # ----- a toy encoder: a projection, the sentence mean published and appended as named columns -------
 
+
 @ENCODERS.register
 class ToyMeanConfig(EncoderConfig):
     type: Literal["toy_mean"] = "toy_mean"
@@ -107,6 +109,7 @@ class ToyMeanEncoder(Encoder):
 
 
 # ----- a toy decoder: softmax over [features; the published mean] -----------------------------------
+
 
 @DECODERS.register
 class ToyDecoderConfig(DecoderConfig):
@@ -170,8 +173,9 @@ def test_toy_batches_budget_by_the_featurizer_length(toy_run):
     tagger = Tagger.load(run / "model")
     encoded = tagger.encode(read_conll(path, label_column=2), with_tags=True)
     assert all(e.sizes["toy"] == 2 * e.length for e in encoded)
-    batches = make_batches(encoded, tagger.featurizers, batch_tokens=120, shuffle=True, rng=random.Random(0),
-                           length="toy")
+    batches = make_batches(
+        encoded, tagger.featurizers, batch_tokens=120, shuffle=True, rng=random.Random(0), length="toy"
+    )
     assert sorted(i for b in batches for i in b.index) == list(range(len(encoded)))
     for b in batches:
         assert len(b.index) == 1 or len(b.index) * 2 * b.mask.shape[1] <= 120

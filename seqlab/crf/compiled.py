@@ -62,7 +62,9 @@ def _forward(probs, tops, exp_trans_t, start_probs, end_probs, lengths, alphas, 
     return True
 
 
-def _backward(grad, exp_trans, end_probs, lengths, alphas, probs, sums, g_em, pairs, g_start, g_end):  # pragma: no cover
+def _backward(
+    grad, exp_trans, end_probs, lengths, alphas, probs, sums, g_em, pairs, g_start, g_end
+):  # pragma: no cover
     """The gradients of sum_b grad[b] log Z_b: g_em (batch, seq_len, tags; 0 on padding), g_start, g_end and pairs
     (from, to), the pair marginals divided by exp_trans (zeroed by the caller), from the beta recursion scaled like
     the alphas; False where a marginal's normaliser underflowed. exp_trans[i, j] = exp(trans[i, j] - max trans)."""
@@ -169,8 +171,17 @@ class CompiledPartition:
         self.sums = np.empty((batch, seq_len))
         self.log_z = np.empty(batch)
         forward, _ = kernels()
-        if not forward(self.probs, tops, np.ascontiguousarray(self.exp_trans.T), np.exp(start - start.max()),
-                       self.end_probs, self.lengths, self.alphas, self.sums, self.log_z):
+        if not forward(
+            self.probs,
+            tops,
+            np.ascontiguousarray(self.exp_trans.T),
+            np.exp(start - start.max()),
+            self.end_probs,
+            self.lengths,
+            self.alphas,
+            self.sums,
+            self.log_z,
+        ):
             raise Underflow
         self.log_z += (self.lengths - 1) * c + start.max() + end.max()  # the potentials' shifts
 
@@ -181,8 +192,19 @@ class CompiledPartition:
         pairs, g_start, g_end = np.zeros((num_tags, num_tags)), np.zeros(num_tags), np.zeros(num_tags)
         _, backward = kernels()
         grad = np.ascontiguousarray(grad, dtype=np.float64)
-        if not backward(grad, self.exp_trans, self.end_probs, self.lengths, self.alphas, self.probs, self.sums, g_em,
-                        pairs, g_start, g_end):
+        if not backward(
+            grad,
+            self.exp_trans,
+            self.end_probs,
+            self.lengths,
+            self.alphas,
+            self.probs,
+            self.sums,
+            g_em,
+            pairs,
+            g_start,
+            g_end,
+        ):
             with one_blas_thread():
                 return NumpyPartition(*self.inputs).gradients(grad)
         return g_em, pairs * self.exp_trans, g_start, g_end

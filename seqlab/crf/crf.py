@@ -114,9 +114,7 @@ class CRF(nn.Module):
             nn.init.uniform_(p, -0.1, 0.1)
 
     def extra_repr(self) -> str:
-        constrained = bool(
-            self.transition_penalty.any() or self.start_penalty.any() or self.end_penalty.any()
-        )
+        constrained = bool(self.transition_penalty.any() or self.start_penalty.any() or self.end_penalty.any())
         return f"num_tags={self.num_tags}, constrained={constrained}"
 
     # ------------------------------------------------------------------ validation / helpers
@@ -133,7 +131,9 @@ class CRF(nn.Module):
             raise ValueError(f"emissions: expected a floating dtype, got {emissions.dtype}")
         batch, seq_len, num_tags = emissions.shape
         if num_tags != self.num_tags:
-            raise ValueError(f"emissions: expected last dim num_tags={self.num_tags}, got shape {tuple(emissions.shape)}")
+            raise ValueError(
+                f"emissions: expected last dim num_tags={self.num_tags}, got shape {tuple(emissions.shape)}"
+            )
         if seq_len < 1:
             raise ValueError(f"emissions: expected seq_len >= 1, got shape {tuple(emissions.shape)}")
         if mask is None:
@@ -144,10 +144,14 @@ class CRF(nn.Module):
             if mask.dtype != torch.bool:
                 raise ValueError(f"mask: expected dtype torch.bool, got {mask.dtype}")
             if mask.shape != (batch, seq_len):
-                raise ValueError(f"mask: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(mask.shape)}")
+                raise ValueError(
+                    f"mask: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(mask.shape)}"
+                )
             if not bool(mask[:, 0].all()):
                 bad = (~mask[:, 0]).nonzero().flatten().tolist()
-                raise ValueError(f"mask: expected first column all True (every sentence has >= 1 token), got False in rows {bad}")
+                raise ValueError(
+                    f"mask: expected first column all True (every sentence has >= 1 token), got False in rows {bad}"
+                )
             if seq_len > 1 and bool((mask[:, 1:] & ~mask[:, :-1]).any()):
                 raise ValueError("mask: expected left-aligned masks (no True after a False), got a gap")
         if tags is not None:
@@ -156,7 +160,9 @@ class CRF(nn.Module):
             if tags.dtype != torch.long:
                 raise ValueError(f"tags: expected dtype torch.long, got {tags.dtype}")
             if tags.shape != (batch, seq_len):
-                raise ValueError(f"tags: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(tags.shape)}")
+                raise ValueError(
+                    f"tags: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(tags.shape)}"
+                )
             real = tags[mask]
             if real.numel() and bool(((real < 0) | (real >= self.num_tags)).any()):
                 raise ValueError(
@@ -178,8 +184,14 @@ class CRF(nn.Module):
         """:meth:`potentials` as NumPy arrays (transitions, start, end) for the CPU Viterbi, made again when a
         score or a penalty changes (their version counters: an optimiser step, ``load_state_dict``), else kept: the
         three additions and conversions took about 15 us of a sentence's 165 us Viterbi at batch 1."""
-        tensors = (self.transitions, self.start_transitions, self.end_transitions,
-                   self.transition_penalty, self.start_penalty, self.end_penalty)
+        tensors = (
+            self.transitions,
+            self.start_transitions,
+            self.end_transitions,
+            self.transition_penalty,
+            self.start_penalty,
+            self.end_penalty,
+        )
         key = weights_key(tensors)
         kept = self.__dict__.get("_numpy_kept")
         if kept is None or kept[0] != key:
@@ -238,8 +250,9 @@ class CRF(nn.Module):
 
     # ------------------------------------------------------------------ inference
 
-    def _forward_backward(self, emissions: Tensor, mask: Tensor,
-                          temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _forward_backward(
+        self, emissions: Tensor, mask: Tensor, temperature: float = 1.0
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """On trimmed inputs: log alphas and log betas (batch, max_len, num_tags), log Z (batch,) and the
         trimmed mask, for ``emissions`` already divided by ``temperature`` (the potentials are divided here).
         alpha_t[j] scores every prefix ending in j at t (emission at t included); beta_t[j]
@@ -268,8 +281,14 @@ class CRF(nn.Module):
         return probs
 
     @torch.no_grad()
-    def segment_probs(self, emissions: Tensor, mask: Tensor, tags: Tensor,
-                      segments: list[list[tuple[int, int]]], temperature: float = 1.0) -> list[list[float]]:
+    def segment_probs(
+        self,
+        emissions: Tensor,
+        mask: Tensor,
+        tags: Tensor,
+        segments: list[list[tuple[int, int]]],
+        temperature: float = 1.0,
+    ) -> list[list[float]]:
         """p(y_a .. y_{b-1} = tags[a:b] | x) for each segment (a, b) of each sentence: the posterior
         probability that the sentence has exactly these tags there, whatever it has elsewhere
         (alpha_a + the path's scores inside + beta_{b-1} - log Z)."""
@@ -279,8 +298,14 @@ class CRF(nn.Module):
         return self._segment_probs(emissions, alphas, betas, log_z, tags, segments, temperature)
 
     @torch.no_grad()
-    def path_confidence(self, emissions: Tensor, mask: Tensor, tags: Tensor, segments: list[list[tuple[int, int]]],
-                        temperature: float = 1.0) -> tuple[list[list[float]], list[list[float]]]:
+    def path_confidence(
+        self,
+        emissions: Tensor,
+        mask: Tensor,
+        tags: Tensor,
+        segments: list[list[tuple[int, int]]],
+        temperature: float = 1.0,
+    ) -> tuple[list[list[float]], list[list[float]]]:
         """Per sentence, the marginal p(y_t = tags[t] | x) of each real token (as :meth:`marginals`
         gathered at ``tags``) and the probability of each segment (as :meth:`segment_probs`), from one
         forward-backward pass."""
@@ -292,8 +317,16 @@ class CRF(nn.Module):
         tokens = [row[:n] for row, n in zip(log_post.exp().tolist(), trimmed.sum(1).tolist())]
         return tokens, self._segment_probs(emissions, alphas, betas, log_z, tags, segments, temperature)
 
-    def _segment_probs(self, emissions: Tensor, alphas: Tensor, betas: Tensor, log_z: Tensor, tags: Tensor,
-                       segments: list[list[tuple[int, int]]], temperature: float = 1.0) -> list[list[float]]:
+    def _segment_probs(
+        self,
+        emissions: Tensor,
+        alphas: Tensor,
+        betas: Tensor,
+        log_z: Tensor,
+        tags: Tensor,
+        segments: list[list[tuple[int, int]]],
+        temperature: float = 1.0,
+    ) -> list[list[float]]:
         """All segments of the batch at once: alpha_a + the path's emissions at a+1 .. b-1 and moves into
         them + beta_{b-1} - log Z, each segment's sums over its own positions (masked gathers)."""
         flat = [(row, a, b) for row, spans in enumerate(segments) for a, b in spans]
@@ -312,8 +345,12 @@ class CRF(nn.Module):
         if n > 1:
             into = (inner - 1).clamp(max=n - 2)  # the move into position p is moves[p - 1]
             inside = inside + moves[rows[:, None], into].masked_fill(~keep, 0.0).sum(1)
-        log_p = (alphas[rows, starts, path[rows, starts]] + inside
-                 + betas[rows, ends - 1, path[rows, ends - 1]] - log_z[rows])  # (segments,)
+        log_p = (
+            alphas[rows, starts, path[rows, starts]]
+            + inside
+            + betas[rows, ends - 1, path[rows, ends - 1]]
+            - log_z[rows]
+        )  # (segments,)
         probs = iter(log_p.exp().clamp(max=1.0).tolist())
         return [[next(probs) for _ in spans] for spans in segments]
 
@@ -398,8 +435,9 @@ class CRF(nn.Module):
         return kbest_paths(emissions, mask, k, trans, start, end)
 
 
-def kbest_paths(emissions: Tensor, mask: Tensor, k: int, trans: Tensor, start: Tensor,
-                end: Tensor) -> list[list[TagPath]]:
+def kbest_paths(
+    emissions: Tensor, mask: Tensor, k: int, trans: Tensor, start: Tensor, end: Tensor
+) -> list[list[TagPath]]:
     """k-best Viterbi: keep the top-k partial paths ending in each tag at each step.
 
     ``emissions`` (batch, seq_len, num_tags), ``mask`` (batch, seq_len) left-aligned with mask[:, 0]

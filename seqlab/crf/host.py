@@ -155,8 +155,14 @@ class ScaledPartition:
             log_sums = np.where(keep, np.log(sums), 0.0).sum(0)[:, 0]  # (batch,)
         if not (np.isfinite(log_sums).all() and (final > 0).all()):
             raise Underflow
-        self.log_z = (np.where(keep, top, 0.0).sum(0)[:, 0] + log_sums + np.log(final)
-                      + (lengths - 1) * c + start.max() + end.max())  # (batch,)
+        self.log_z = (
+            np.where(keep, top, 0.0).sum(0)[:, 0]
+            + log_sums
+            + np.log(final)
+            + (lengths - 1) * c
+            + start.max()
+            + end.max()
+        )  # (batch,)
         self.keep, self.lengths, self.probs, self.alphas, self.sums = keep, lengths, probs, alphas, sums
 
     def gradients(self, grad: np.ndarray) -> tuple[np.ndarray, ...]:

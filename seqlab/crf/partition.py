@@ -126,7 +126,7 @@ class LogPartition(torch.autograd.Function):
         grad_trans = torch.zeros_like(trans)  # (from, to)
         block = max(1, PAIR_BLOCK // max(1, emissions.shape[0] * num_tags * num_tags))
         for t in range(0, emissions.shape[1] - 1, block):
-            pair = prev[:, t:t + block, :, None] + trans + into[:, t:t + block, None, :]  # (batch, steps, from, to)
+            pair = prev[:, t : t + block, :, None] + trans + into[:, t : t + block, None, :]  # (batch, steps, from, to)
             grad_trans += (pair.exp() * weight_t).sum((0, 1))
         return marg, grad_trans, grad_start, grad_end, None
 

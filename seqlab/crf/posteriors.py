@@ -31,8 +31,9 @@ class ForwardBackward:
 
 
 @one_blas_thread()  # tiny products: NumPy's other BLAS threads would only spin against PyTorch's
-def forward_backward(emissions: np.ndarray, mask: np.ndarray, trans: np.ndarray, start: np.ndarray,
-                     end: np.ndarray) -> ForwardBackward:
+def forward_backward(
+    emissions: np.ndarray, mask: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> ForwardBackward:
     """``emissions`` (batch, seq_len, tags), ``mask`` (batch, seq_len) bool, left-aligned, first column
     True; ``trans`` (from, to), ``start`` and ``end`` (tags,) with the (finite) constraint penalties added.
     Computed in float64; each step's log-sum-exp over the previous tags is a matrix product in probability

@@ -30,8 +30,9 @@ TORCH_ADD_FROM = 8192
 MAX_ONLY_FROM = 12000
 
 
-def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start: np.ndarray,
-            end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def viterbi(
+    emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Best path of every sentence of a right-padded batch.
 
     ``emissions`` (batch, seq_len, num_tags); ``lengths`` (batch,) >= 1; ``trans`` (from, to);
@@ -89,8 +90,15 @@ def viterbi(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start
     return tags, best_score
 
 
-def _viterbi_max_only(emissions: np.ndarray, lengths: np.ndarray, trans: np.ndarray, start: np.ndarray,
-                      end: np.ndarray, steps: int, full: int) -> tuple[np.ndarray, np.ndarray]:
+def _viterbi_max_only(
+    emissions: np.ndarray,
+    lengths: np.ndarray,
+    trans: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    steps: int,
+    full: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`viterbi` for large batches: a forward of maxima only, pointers recomputed on the way back
     for the followed tags alone (see the module's docstring)."""
     batch, seq_len, num_tags = emissions.shape

@@ -60,8 +60,15 @@ log = logging.getLogger("seqlab")
 JSON_FLAVOURS = ("doccano", "labelstudio", "spacy-jsonl")
 FORMATS = ("conll", "bmes", *JSON_FLAVOURS, "spacy")
 ANNOTATION_SUFFIXES = (".jsonl", ".json", ".spacy")
-_SUFFIXES = {".conll": "conll", ".txt": "conll", ".tsv": "conll", ".bmes": "bmes", ".jsonl": "jsonl",
-             ".json": "json", ".spacy": "spacy"}
+_SUFFIXES = {
+    ".conll": "conll",
+    ".txt": "conll",
+    ".tsv": "conll",
+    ".bmes": "bmes",
+    ".jsonl": "jsonl",
+    ".json": "json",
+    ".spacy": "spacy",
+}
 
 CharSpan = tuple[int, int, str]  # (start, end, type): character offsets, end exclusive
 
@@ -77,8 +84,11 @@ def format_of(path: str | Path, given: str | None, writing: bool) -> str:
     suffix = Path(str(path)).suffix.lower()
     fmt = _SUFFIXES.get(suffix)
     if fmt is None:
-        raise SeqlabError(f"cannot tell the format from the extension '{suffix}' (.conll, .txt, .bmes, .jsonl, "
-                          f".json, .spacy): name it with --{'to' if writing else 'from'}", path=path)
+        raise SeqlabError(
+            f"cannot tell the format from the extension '{suffix}' (.conll, .txt, .bmes, .jsonl, "
+            f".json, .spacy): name it with --{'to' if writing else 'from'}",
+            path=path,
+        )
     if writing and fmt in ("jsonl", "json"):
         return "doccano" if fmt == "jsonl" else "labelstudio"
     return fmt
@@ -98,6 +108,7 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, Any]]:
         raise SeqlabError("no such file", path=path)
     if _layout(path) == "lines":
         from seqlab.data.readers import numbered_lines
+
         return _lines_records(numbered_lines(path, "utf-8"), str(path))
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -140,8 +151,7 @@ def _array_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
         try:
             return decoder.raw_decode(text, pos)
         except json.JSONDecodeError as err:
-            raise SeqlabError(f"not valid JSON: {err.msg} (column {err.colno})", path=source,
-                              line=err.lineno) from None
+            raise SeqlabError(f"not valid JSON: {err.msg} (column {err.colno})", path=source, line=err.lineno) from None
         except RecursionError:
             raise SeqlabError("JSON nested too deeply", path=source, line=line_at(pos)) from None
 
@@ -151,8 +161,11 @@ def _array_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
     if text[pos] != "[":
         value, end = decode(pos)
         if skip(end) != len(text):
-            raise SeqlabError("extra data after the JSON value (a file of one record a line is .jsonl)",
-                              path=source, line=line_at(skip(end)))
+            raise SeqlabError(
+                "extra data after the JSON value (a file of one record a line is .jsonl)",
+                path=source,
+                line=line_at(skip(end)),
+            )
         yield line_at(pos), value
         return
     pos = skip(pos + 1)
@@ -169,8 +182,9 @@ def _array_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
             if skip(pos + 1) != len(text):
                 raise SeqlabError("extra data after the JSON array", path=source, line=line_at(skip(pos + 1)))
             return
-        raise SeqlabError("expected ',' or ']' between the records of a JSON array", path=source,
-                          line=line_at(min(pos, len(text))))
+        raise SeqlabError(
+            "expected ',' or ']' between the records of a JSON array", path=source, line=line_at(min(pos, len(text)))
+        )
 
 
 def flavour_of(record: dict) -> str:
@@ -233,24 +247,32 @@ def parse_record(record: Any, flavour: str | None, where: _Where) -> tuple[str, 
             spans = []
             for item in items:
                 if not (isinstance(item, list) and len(item) == 3):
-                    raise where.error(f"'label': expected [start, end, label] triples (a sequence-labeling "
-                                      f"project), got {item!r}")
+                    raise where.error(
+                        f"'label': expected [start, end, label] triples (a sequence-labeling project), got {item!r}"
+                    )
                 spans.append((_int(item[0], "start", where), _int(item[1], "end", where), _label(item[2], where)))
         elif "entities" in record:
             items = record["entities"]
             if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
                 raise where.error("'entities': expected a list of objects with start_offset, end_offset and label")
-            spans = [(_int(e.get("start_offset"), "start_offset", where), _int(e.get("end_offset"), "end_offset",
-                                                                              where), _label(e.get("label"), where))
-                     for e in items]
+            spans = [
+                (
+                    _int(e.get("start_offset"), "start_offset", where),
+                    _int(e.get("end_offset"), "end_offset", where),
+                    _label(e.get("label"), where),
+                )
+                for e in items
+            ]
     else:
         key = "spans" if "spans" in record else "ents" if "ents" in record else None
         if key is not None:
             items = record[key]
             if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
                 raise where.error(f"'{key}': expected a list of objects with start, end and label")
-            spans = [(_int(e.get("start"), "start", where), _int(e.get("end"), "end", where),
-                      _label(e.get("label"), where)) for e in items]
+            spans = [
+                (_int(e.get("start"), "start", where), _int(e.get("end"), "end", where), _label(e.get("label"), where))
+                for e in items
+            ]
     return text, spans, flavour
 
 
@@ -284,8 +306,9 @@ def _labelstudio(record: dict, where: _Where) -> tuple[str, list[CharSpan] | Non
             continue  # another control's result (a choice, a relation)
         labels = value["labels"]
         if len(labels) != 1:
-            raise where.error(f"Label Studio region {value.get('start')}-{value.get('end')}: expected one label, "
-                              f"got {labels!r}")
+            raise where.error(
+                f"Label Studio region {value.get('start')}-{value.get('end')}: expected one label, got {labels!r}"
+            )
         start, end = _int(value["start"], "value.start", where), _int(value["end"], "value.end", where)
         shown = value.get("text")
         if isinstance(shown, str) and text[start:end] != shown:  # offsets counted in UTF-16 units (old exports)
@@ -314,8 +337,9 @@ def _record_tokens(record: dict, text: str, where: _Where) -> Offsets | None:
 
 
 # ----- spans <-> tags --------------------------------------------------------------------------------------------
-def align_spans(text: str, offsets: Offsets, spans: Iterable[CharSpan], where: _Where,
-                tokenizer: str = "whitespace") -> list[tuple[str, int, int]]:
+def align_spans(
+    text: str, offsets: Offsets, spans: Iterable[CharSpan], where: _Where, tokenizer: str = "whitespace"
+) -> list[tuple[str, int, int]]:
     """Character spans -> token spans (type, first token, one past the last), by the alignment rule of the module
     (spaces around a span dropped; a span must start and end at token boundaries; no overlaps)."""
     starts = {a: i for i, (a, _) in enumerate(offsets)}
@@ -337,16 +361,20 @@ def align_spans(text: str, offsets: Offsets, spans: Iterable[CharSpan], where: _
         seen.add((a, b, label))
         if a not in starts or b not in ends:
             cut = [(x, y) for x, y in offsets if x < b and y > a]
-            near = f"[{cut[0][0]}, {cut[-1][1]}) {text[cut[0][0]:cut[-1][1]]!r}" if cut else "no token"
-            raise where.error(f"span [{start}, {end}) {label!r} ({text[a:b]!r}) does not align with the tokens of the "
-                              f"{tokenizer} tokenizer (the tokens it touches: {near}): fix the span, or choose a "
-                              f"tokenizer that splits there (data.tokenizer / --tokenizer)")
+            near = f"[{cut[0][0]}, {cut[-1][1]}) {text[cut[0][0] : cut[-1][1]]!r}" if cut else "no token"
+            raise where.error(
+                f"span [{start}, {end}) {label!r} ({text[a:b]!r}) does not align with the tokens of the "
+                f"{tokenizer} tokenizer (the tokens it touches: {near}): fix the span, or choose a "
+                f"tokenizer that splits there (data.tokenizer / --tokenizer)"
+            )
         first, last = starts[a], ends[b] + 1
         if out and first < out[-1][2]:
             prev = out[-1]
-            raise where.error(f"span [{start}, {end}) {label!r} overlaps the span of {prev[0]!r} at "
-                              f"[{offsets[prev[1]][0]}, {offsets[prev[2] - 1][1]}): a tag sequence holds one span "
-                              f"per token")
+            raise where.error(
+                f"span [{start}, {end}) {label!r} overlaps the span of {prev[0]!r} at "
+                f"[{offsets[prev[1]][0]}, {offsets[prev[2] - 1][1]}): a tag sequence holds one span "
+                f"per token"
+            )
         out.append((label, first, last))
     return out
 
@@ -356,8 +384,14 @@ def char_spans(offsets: Offsets, token_spans: Iterable[tuple[str, int, int]]) ->
     return [(offsets[a][0], offsets[b - 1][1], t) for t, a, b in token_spans]
 
 
-def read_annotations(path: str | Path, tokenizer: str = "whitespace", scheme: str = "BIO",
-                     flavour: str | None = None, labeled: bool = True, keep_records: bool = False) -> list[Sentence]:
+def read_annotations(
+    path: str | Path,
+    tokenizer: str = "whitespace",
+    scheme: str = "BIO",
+    flavour: str | None = None,
+    labeled: bool = True,
+    keep_records: bool = False,
+) -> list[Sentence]:
     """The records of a JSONL / JSON / DocBin file as sentences: tokens by ``tokenizer`` (a DocBin's or a record's
     own tokens where it has them), labels in ``scheme`` (None for an unlabeled record; with ``labeled``, an
     unlabeled record is an error), ``extra["text"]`` and ``extra["offsets"]`` (each token's characters), and with
@@ -366,9 +400,12 @@ def read_annotations(path: str | Path, tokenizer: str = "whitespace", scheme: st
     sentences, empty = [], 0
     for s in iter_annotations(path, tokenizer, scheme, flavour, keep_records):
         if labeled and s.labels is None:
-            raise SeqlabError("this record has no annotations (no label / entities / spans / ents key, or a Label "
-                              "Studio task without an annotation): training and evaluation need labeled records",
-                              path=s.source, line=s.line)
+            raise SeqlabError(
+                "this record has no annotations (no label / entities / spans / ents key, or a Label "
+                "Studio task without an annotation): training and evaluation need labeled records",
+                path=s.source,
+                line=s.line,
+            )
         if not labeled:
             s.labels = None
         if not s.tokens:
@@ -382,8 +419,13 @@ def read_annotations(path: str | Path, tokenizer: str = "whitespace", scheme: st
     return sentences
 
 
-def iter_annotations(path: str | Path, tokenizer: str = "whitespace", scheme: str = "BIO",
-                     flavour: str | None = None, keep_records: bool = True) -> Iterator[Sentence]:
+def iter_annotations(
+    path: str | Path,
+    tokenizer: str = "whitespace",
+    scheme: str = "BIO",
+    flavour: str | None = None,
+    keep_records: bool = True,
+) -> Iterator[Sentence]:
     """Sentences of an annotation file, lazily (see :func:`read_annotations`); records without tokens included."""
     if tokenizer not in TOKENIZERS:
         raise SeqlabError(f"unknown tokenizer '{tokenizer}': expected one of {', '.join(TOKENIZERS)}")
@@ -396,8 +438,14 @@ def iter_annotations(path: str | Path, tokenizer: str = "whitespace", scheme: st
     yield from records_to_sentences(iter_json_records(path), str(path), tokenizer, scheme, flavour, keep_records)
 
 
-def records_to_sentences(records: Iterable[tuple[int, Any]], source: str, tokenizer: str, scheme: str = "BIO",
-                         flavour: str | None = None, keep_records: bool = True) -> Iterator[Sentence]:
+def records_to_sentences(
+    records: Iterable[tuple[int, Any]],
+    source: str,
+    tokenizer: str,
+    scheme: str = "BIO",
+    flavour: str | None = None,
+    keep_records: bool = True,
+) -> Iterator[Sentence]:
     for line, record in records:
         where = _Where(source, line)
         text, spans, kind = parse_record(record, flavour, where)
@@ -433,6 +481,7 @@ def _spacy():
 def _iter_docbin(path: Path, scheme: str) -> Iterator[Sentence]:
     spacy = _spacy()
     from spacy.tokens import DocBin
+
     if not path.is_file():
         raise SeqlabError("no such file", path=path)
     try:
@@ -452,14 +501,20 @@ def _iter_docbin(path: Path, scheme: str) -> Iterator[Sentence]:
             spans = [(s.start_char, s.end_char, s.label_) for s in next(iter(doc.spans.values()))]
         if spans is not None:
             labels = spans_to_tags(align_spans(doc.text, offsets, spans, where, "spaCy"), len(offsets), scheme)
-        yield Sentence([t.text for t in kept], labels, source=str(path), line=number,
-                       extra={"text": doc.text, "offsets": offsets, "flavour": "spacy"})
+        yield Sentence(
+            [t.text for t in kept],
+            labels,
+            source=str(path),
+            line=number,
+            extra={"text": doc.text, "offsets": offsets, "flavour": "spacy"},
+        )
 
 
 def to_doc(vocab, text: str, offsets: Offsets, spans: Sequence[CharSpan] = ()):
     """A spaCy ``Doc`` whose text is ``text`` exactly: the tokens at ``offsets``, spaces between them as spaCy's
     trailing-space flags and space tokens; ``spans`` as its entities."""
     from spacy.tokens import Doc
+
     words: list[str] = []
     spaces: list[bool] = []
 
@@ -494,6 +549,7 @@ def to_doc(vocab, text: str, offsets: Offsets, spans: Sequence[CharSpan] = ()):
 def write_docbin(items: Iterable[tuple[str, Offsets, Sequence[CharSpan]]], path: str | Path) -> int:
     spacy = _spacy()
     from spacy.tokens import DocBin
+
     vocab = spacy.vocab.Vocab()
     db = DocBin(attrs=["ENT_IOB", "ENT_TYPE"], store_user_data=False)
     n = 0
@@ -501,18 +557,30 @@ def write_docbin(items: Iterable[tuple[str, Offsets, Sequence[CharSpan]]], path:
         db.add(to_doc(vocab, text, offsets, spans))
         n += 1
     from seqlab.io.files import atomic_write_bytes
+
     atomic_write_bytes(Path(path), db.to_bytes())
     return n
 
 
 # ----- writing records -------------------------------------------------------------------------------------------
-_GOLD_KEYS = {"doccano": ("label", "entities", "relations"), "spacy-jsonl": ("spans", "ents", "tokens"),
-              "labelstudio": ()}
+_GOLD_KEYS = {
+    "doccano": ("label", "entities", "relations"),
+    "spacy-jsonl": ("spans", "ents", "tokens"),
+    "labelstudio": (),
+}
 
 
-def render_record(text: str, offsets: Offsets, spans: Sequence[CharSpan], flavour: str, record: dict | None = None,
-                  record_flavour: str | None = None, predicted: bool = False,
-                  scores: Sequence[float | None] | None = None, model_version: str | None = None) -> dict:
+def render_record(
+    text: str,
+    offsets: Offsets,
+    spans: Sequence[CharSpan],
+    flavour: str,
+    record: dict | None = None,
+    record_flavour: str | None = None,
+    predicted: bool = False,
+    scores: Sequence[float | None] | None = None,
+    model_version: str | None = None,
+) -> dict:
     """One output record of ``flavour`` for ``text`` and its character ``spans`` (gold, or ``predicted`` with
     ``scores``). The input ``record``'s other keys are kept where it is of the same flavour."""
     same = record if record is not None and record_flavour == flavour else None
@@ -547,13 +615,24 @@ def _labelstudio_names(record: dict | None) -> tuple[str, str]:
     return "label", "text"
 
 
-def _labelstudio_task(text: str, spans: Sequence[CharSpan], record: dict | None, predicted: bool,
-                      scores: Sequence[float | None] | None, model_version: str | None) -> dict:
+def _labelstudio_task(
+    text: str,
+    spans: Sequence[CharSpan],
+    record: dict | None,
+    predicted: bool,
+    scores: Sequence[float | None] | None,
+    model_version: str | None,
+) -> dict:
     from_name, to_name = _labelstudio_names(record)
     result = []
     for k, (a, b, t) in enumerate(spans):
-        item = {"id": f"seqlab-{k}", "from_name": from_name, "to_name": to_name, "type": "labels",
-                "value": {"start": a, "end": b, "text": text[a:b], "labels": [t]}}
+        item = {
+            "id": f"seqlab-{k}",
+            "from_name": from_name,
+            "to_name": to_name,
+            "type": "labels",
+            "value": {"start": a, "end": b, "text": text[a:b], "labels": [t]},
+        }
         if predicted and scores is not None and scores[k] is not None:
             item["score"] = scores[k]
         result.append(item)
@@ -593,6 +672,7 @@ class RecordWriter:
 # ----- convert ---------------------------------------------------------------------------------------------------
 def _column_sentences(path: Path, fmt: str, token_column: int, label_column: int) -> list[Sentence]:
     from seqlab.data.readers import read_bmes, read_conll
+
     return read_bmes(path) if fmt == "bmes" else read_conll(path, token_column, label_column)
 
 
@@ -601,14 +681,25 @@ def _spans_of_columns(sentences: list[Sentence], path: Path) -> str:
     for s in sentences:
         for k, label in enumerate(s.labels or ()):
             if split_tag(label) is None:
-                raise SeqlabError(f"label {label!r} is not a chunk tag (O, or B-, I-, M-, E-, S- and a type): only "
-                                  f"chunk tags have spans to convert", path=path, line=s.line + k)
+                raise SeqlabError(
+                    f"label {label!r} is not a chunk tag (O, or B-, I-, M-, E-, S- and a type): only "
+                    f"chunk tags have spans to convert",
+                    path=path,
+                    line=s.line + k,
+                )
     return detect_scheme([s.labels for s in sentences if s.labels])
 
 
-def convert(src: str | Path, dst: str | Path, src_format: str | None = None, dst_format: str | None = None,
-            tokenizer: str | None = None, scheme: str | None = None, token_column: int = 0,
-            label_column: int = -1) -> int:
+def convert(
+    src: str | Path,
+    dst: str | Path,
+    src_format: str | None = None,
+    dst_format: str | None = None,
+    tokenizer: str | None = None,
+    scheme: str | None = None,
+    token_column: int = 0,
+    label_column: int = -1,
+) -> int:
     """Convert ``src`` to ``dst`` (formats from the extensions, or named); returns the sentences written.
 
     Column files -> spans: the tokens joined by one space (by nothing for ``bmes`` or the ``chars`` tokenizer),
@@ -642,9 +733,13 @@ def convert(src: str | Path, dst: str | Path, src_format: str | None = None, dst
             columns = s.extra.get("columns")
             items.append((text, offsets, spans, s.tokens, columns if columns and any(columns) else None, None, None))
         if mismatched and fout not in ("conll", "bmes", "spacy-jsonl", "spacy"):
-            log.warning("%s: in %d sentence(s) the %s tokenizer does not give back the file's tokens from the text: "
-                        "reading the output with it cuts them differently (spacy-jsonl keeps the tokens)",
-                        src, mismatched, tokenizer)
+            log.warning(
+                "%s: in %d sentence(s) the %s tokenizer does not give back the file's tokens from the text: "
+                "reading the output with it cuts them differently (spacy-jsonl keeps the tokens)",
+                src,
+                mismatched,
+                tokenizer,
+            )
     else:
         for s in iter_annotations(src, tokenizer, out_scheme, None if fin in ("jsonl", "json") else fin):
             spans = None if s.labels is None else char_spans(s.extra["offsets"], get_spans(s.labels, out_scheme))
@@ -655,11 +750,13 @@ def convert(src: str | Path, dst: str | Path, src_format: str | None = None, dst
                 columns = meta.get("columns") if isinstance(meta, dict) else None
             if not (isinstance(columns, list) and len(columns) == len(s.tokens)):
                 columns = None
-            items.append((s.extra["text"], s.extra["offsets"], spans, s.tokens, columns, record,
-                          s.extra.get("flavour")))
+            items.append(
+                (s.extra["text"], s.extra["offsets"], spans, s.tokens, columns, record, s.extra.get("flavour"))
+            )
     if fout == "spacy":
         return write_docbin(((text, offsets, spans or []) for text, offsets, spans, *_ in items), dst)
     import io as _io
+
     buf = _io.StringIO()
     if fout in ("conll", "bmes"):
         for text, offsets, spans, tokens, columns, _, _ in items:
@@ -691,6 +788,7 @@ def convert(src: str | Path, dst: str | Path, src_format: str | None = None, dst
             writer.write(out)
         writer.close()
     from seqlab.data.readers import write_output
+
     write_output(dst, buf.getvalue())
     return len(items)
 
@@ -706,6 +804,7 @@ def is_annotation_file(name: str) -> bool:
 def _stdin_records(source: str) -> Iterator[tuple[int, Any]]:
     """Records from stdin: a JSON array, JSON lines, or raw text (each non-blank line one text)."""
     from seqlab.data.readers import numbered_lines
+
     numbered = numbered_lines(sys.stdin.buffer, "utf-8", source)
     first = None
     head: list[tuple[int, str]] = []
@@ -718,14 +817,25 @@ def _stdin_records(source: str) -> Iterator[tuple[int, Any]]:
         text = "\n" * (head[-1][0] - 1) + "\n".join([head[-1][1], *(line for _, line in numbered)])
         return _array_records(text, source)
     import itertools
+
     lines = itertools.chain(head, numbered)
     return _lines_records(lines, source) if first == "{" else text_records(lines)
 
 
-def predict_annotations(tagger, file: str, output_format: str, tokenizer: str | None = None,
-                        batch_size: int | None = None, chunk: int = 2000, max_length: int | None = None,
-                        write=None, model_name: str | None = None, input_format: str = "auto",
-                        nbest: int | None = None, explain: bool = False) -> int:
+def predict_annotations(
+    tagger,
+    file: str,
+    output_format: str,
+    tokenizer: str | None = None,
+    batch_size: int | None = None,
+    chunk: int = 2000,
+    max_length: int | None = None,
+    write=None,
+    model_name: str | None = None,
+    input_format: str = "auto",
+    nbest: int | None = None,
+    explain: bool = False,
+) -> int:
     """``seqlab predict MODEL FILE --output-format doccano|labelstudio|spacy-jsonl`` (and an annotation file in
     with ``conll`` / ``jsonl`` out): tags the records of ``file`` ('-': stdin), or its text lines, or the
     sentences of a column file (``input_format`` conll, or auto and guessed so; the tokens joined by a space, by
@@ -734,6 +844,7 @@ def predict_annotations(tagger, file: str, output_format: str, tokenizer: str | 
     jsonl output (conll output becomes jsonl with them, as without records). Returns the records tagged."""
     from seqlab.data.readers import chunked, numbered_lines, write_conll
     from seqlab.data.tokenization import model_tokenizer
+
     write = write or sys.stdout.write
     if output_format == "conll" and (nbest or explain):
         output_format = "jsonl"
@@ -753,10 +864,12 @@ def predict_annotations(tagger, file: str, output_format: str, tokenizer: str | 
         width = None
         if input_format == "auto":
             from seqlab.data.formats import guess_format
+
             guess = guess_format(text for _, text in numbered_lines(file, "utf-8"))
             input_format, width = guess.format, guess.width
         if input_format == "conll":
             from seqlab.data.readers import iter_conll
+
             joiner = "" if tokenizer == "chars" else " "
             sentences = (_joined(s, joiner) for s in iter_conll(numbered_lines(file, "utf-8"), file, width=width))
         else:
@@ -768,10 +881,10 @@ def predict_annotations(tagger, file: str, output_format: str, tokenizer: str | 
         count += len(part)
         # the input records aside: a sentence split for --max-length has its extra values sliced
         kept = [(s.extra.pop("record", None), s.extra.pop("flavour", None)) for s in part]
-        preds = tagger.predict(part, batch_size, nbest=nbest, explain=explain, max_length=max_length,
-                               confidence=True)
+        preds = tagger.predict(part, batch_size, nbest=nbest, explain=explain, max_length=max_length, confidence=True)
         if output_format == "conll":
             import io as _io
+
             buf = _io.StringIO()
             write_conll(part, [p.tags for p in preds], buf)
             write(buf.getvalue())
@@ -788,8 +901,9 @@ def predict_annotations(tagger, file: str, output_format: str, tokenizer: str | 
                     span.update(start_char=a, end_char=b, text=text[a:b])
                 lines.append(json.dumps(d, ensure_ascii=False) + "\n")
                 continue
-            record = render_record(text, offsets, spans, output_format, record, kind, predicted=True, scores=scores,
-                                   model_version=version)
+            record = render_record(
+                text, offsets, spans, output_format, record, kind, predicted=True, scores=scores, model_version=version
+            )
             if output_format == "labelstudio":
                 writer.write(record)
             else:

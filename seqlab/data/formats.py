@@ -71,19 +71,30 @@ def decide(evidence: FormatEvidence) -> FormatGuess:
     width, agreeing = evidence.widths.most_common(1)[0]
     lines, sentences = evidence.content, evidence.sentences
     if agreeing < MIN_AGREEMENT * lines:
-        return FormatGuess("raw", None, f"lines have varying numbers of fields (the most common, {width}, on "
-                                        f"{agreeing} of {lines} lines)")
+        return FormatGuess(
+            "raw",
+            None,
+            f"lines have varying numbers of fields (the most common, {width}, on {agreeing} of {lines} lines)",
+        )
     if not evidence.ended:
         return FormatGuess("raw", None, "no blank line ends a sentence")
     if lines < MIN_LINES_PER_SENTENCE * sentences:
-        return FormatGuess("raw", None, f"{lines} lines in {sentences} blank-line-separated blocks: paragraphs, "
-                                        f"not sentences of one token per line")
+        return FormatGuess(
+            "raw",
+            None,
+            f"{lines} lines in {sentences} blank-line-separated blocks: paragraphs, "
+            f"not sentences of one token per line",
+        )
     if width == 1 and evidence.one_field_chars > MAX_TOKEN_CHARS * agreeing:
         mean = evidence.one_field_chars / agreeing
-        return FormatGuess("raw", None, f"lines without spaces of {mean:.0f} characters on average: text, "
-                                        f"not one token per line")
-    return FormatGuess("conll", width, f"{width} column(s) on {agreeing} of {lines} lines, {sentences} "
-                                       f"sentences separated by blank lines")
+        return FormatGuess(
+            "raw", None, f"lines without spaces of {mean:.0f} characters on average: text, not one token per line"
+        )
+    return FormatGuess(
+        "conll",
+        width,
+        f"{width} column(s) on {agreeing} of {lines} lines, {sentences} sentences separated by blank lines",
+    )
 
 
 def guess_format(lines: Iterable[str]) -> FormatGuess:

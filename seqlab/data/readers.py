@@ -67,8 +67,9 @@ def numbered_lines(path: PathLike | IO[bytes], encoding: str, source: str | None
             raise SeqlabError(f"cannot read ({err.strerror})", path=source) from None
 
 
-def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
-                       stats: dict | None = None, width: int | None = None) -> Iterator[list[Row]]:
+def iter_column_blocks(
+    numbered: Iterable[tuple[int, str]], path: PathLike, stats: dict | None = None, width: int | None = None
+) -> Iterator[list[Row]]:
     """Split numbered lines of a column file into sentences, lazily: blocks of (line, fields).
 
     Checks that every token line has ``width`` fields (those of most lines, when a format guess counted
@@ -150,16 +151,23 @@ def read_conll(
     return list(_blocks_to_sentences(blocks, path, token_column, label_column, strip_seg_digit))
 
 
-def iter_conll(numbered: Iterable[tuple[int, str]], source: str, token_column: int = 0,
-               label_column: int | None = None, width: int | None = None) -> Iterator[Sentence]:
+def iter_conll(
+    numbered: Iterable[tuple[int, str]],
+    source: str,
+    token_column: int = 0,
+    label_column: int | None = None,
+    width: int | None = None,
+) -> Iterator[Sentence]:
     """Sentences of a column file from numbered lines, lazily (bulk tagging: constant memory); ``width``: the
     columns every line must have (default: those of the first line)."""
-    return _blocks_to_sentences(iter_column_blocks(numbered, source, width=width), source, token_column,
-                                label_column, False)
+    return _blocks_to_sentences(
+        iter_column_blocks(numbered, source, width=width), source, token_column, label_column, False
+    )
 
 
-def _blocks_to_sentences(blocks: Iterable[list[Row]], path: PathLike, token_column: int,
-                         label_column: int | None, strip_seg_digit: bool) -> Iterator[Sentence]:
+def _blocks_to_sentences(
+    blocks: Iterable[list[Row]], path: PathLike, token_column: int, label_column: int | None, strip_seg_digit: bool
+) -> Iterator[Sentence]:
     token_at = label_at = others = None
     for block in blocks:
         if token_at is None:  # the first block fixes the columns
@@ -235,7 +243,9 @@ def _conll_lines(sentence: Sentence, prediction: Sequence[str]) -> list[str]:
     return lines
 
 
-def write_conll(sentences: Sequence[Sentence], predictions: Sequence[Sequence[str]], path_or_file: PathLike | IO[str]) -> None:
+def write_conll(
+    sentences: Sequence[Sentence], predictions: Sequence[Sequence[str]], path_or_file: PathLike | IO[str]
+) -> None:
     """Write sentences with their predicted tags in conlleval format, a blank line after each sentence."""
     if len(sentences) != len(predictions):
         raise ValueError(f"{len(sentences)} sentences but {len(predictions)} predictions")
@@ -249,6 +259,7 @@ def write_conll(sentences: Sequence[Sentence], predictions: Sequence[Sequence[st
 def write_output(path: PathLike, text: str) -> None:
     """Write a user-named output file atomically (temp file + rename); a bad destination is a one-line error."""
     from seqlab.io.files import atomic_write_text
+
     path = Path(path)
     if path.is_dir():
         raise SeqlabError("is a folder, not a file to write", path=path)

@@ -80,9 +80,9 @@ def text_sentence(text: str, tokenizer: str, source: str = "<memory>", line: int
     """A :class:`~seqlab.data.sentence.Sentence` of ``text``'s tokens, with ``extra["text"]`` and
     ``extra["offsets"]`` (each token's characters in the text)."""
     from seqlab.data.sentence import Sentence
+
     offsets = tokenize(text, tokenizer)
-    return Sentence(tokens_of(text, offsets), None, source=source, line=line,
-                    extra={"text": text, "offsets": offsets})
+    return Sentence(tokens_of(text, offsets), None, source=source, line=line, extra={"text": text, "offsets": offsets})
 
 
 __all__ = ["ENGLISH", "TOKENIZERS", "model_tokenizer", "text_sentence", "tokenize", "tokens_of"]

@@ -87,10 +87,14 @@ class DecoderConfig(LayerConfig):
 class ProbabilisticDecoderConfig(DecoderConfig):
     """A decoder with exact probabilities, and the temperature that scales them."""
 
-    temperature: float = Field(1.0, ge=0.01, le=100.0,
-                               description="every score is divided by it for confidences and marginals, never "
-                                           "for the tags; 1 = as trained; 'seqlab calibrate' fits it on "
-                                           "held-out data")
+    temperature: float = Field(
+        1.0,
+        ge=0.01,
+        le=100.0,
+        description="every score is divided by it for confidences and marginals, never "
+        "for the tags; 1 = as trained; 'seqlab calibrate' fits it on "
+        "held-out data",
+    )
 
 
 class Decoder(nn.Module):
@@ -117,8 +121,9 @@ class Decoder(nn.Module):
         """Per-token tag probabilities (batch, seq, num_tags), zero on padding."""
         raise SeqlabError(f"the {type(self).__name__} gives no per-token marginals")
 
-    def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
-                   segments: list[list[tuple[int, int]]]) -> Confidence:
+    def confidence(
+        self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor, segments: list[list[tuple[int, int]]]
+    ) -> Confidence:
         """Probabilities of the decoded ``tags`` (batch, seq) per token and per segment (a, b) of each
         sentence; :class:`NoExactConfidence` when the decoder has no exact ones."""
         raise NoExactConfidence(f"the {type(self).__name__} has no exact token or span probabilities")

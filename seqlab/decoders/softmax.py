@@ -55,8 +55,9 @@ class SoftmaxDecoder(Decoder):
     def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
         return (self.proj(features) / self.temperature).softmax(-1) * mask.unsqueeze(-1)
 
-    def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
-                   segments: list[list[tuple[int, int]]]) -> Confidence:
+    def confidence(
+        self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor, segments: list[list[tuple[int, int]]]
+    ) -> Confidence:
         """Exact: tokens are independent given x, so a span's probability is the product of its tokens'."""
         probs = self.marginals(features, mask, ctx).gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq)
         lengths = mask.sum(1).tolist()

@@ -13,6 +13,21 @@ from seqlab.encoders.psa import PSAFusionConfig, PSAFusionEncoder, SANConfig
 from seqlab.encoders.gcdt import DTConfig, DTEncoder, GlobalContextConfig, GlobalContextEncoder
 from seqlab.encoders.flat import FlatConfig, FlatEncoder
 
-__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "DTConfig", "DTEncoder", "FlatConfig", "FlatEncoder",
-           "GlobalContextConfig", "GlobalContextEncoder", "ParallelAttentionConfig",
-           "ParallelAttentionEncoder", "PSAFusionConfig", "PSAFusionEncoder", "SANConfig"]
+__all__ = [
+    "ENCODERS",
+    "Encoder",
+    "EncoderConfig",
+    "BiLSTMConfig",
+    "BiLSTMEncoder",
+    "DTConfig",
+    "DTEncoder",
+    "FlatConfig",
+    "FlatEncoder",
+    "GlobalContextConfig",
+    "GlobalContextEncoder",
+    "ParallelAttentionConfig",
+    "ParallelAttentionEncoder",
+    "PSAFusionConfig",
+    "PSAFusionEncoder",
+    "SANConfig",
+]

@@ -33,16 +33,20 @@ from seqlab.registry import ConfigCheckError
 class ParallelAttentionConfig(EncoderConfig):
     type: Literal["parallel_attention"] = "parallel_attention"
     heads: int = Field(5, gt=0, le=64, description="m = 5 heads in the paper")
-    head_size: int | None = Field(None, gt=0, le=4096, description="d_c; None = input size / heads, as the "
-                                                                     "paper (d_c = d_h / 5)")
+    head_size: int | None = Field(
+        None, gt=0, le=4096, description="d_c; None = input size / heads, as the paper (d_c = d_h / 5)"
+    )
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on the attention weights")
 
     def _head_size(self, input_dim: int) -> int:
         if self.head_size is not None:
             return self.head_size
         if input_dim % self.heads:
-            raise ConfigCheckError("heads", f"{self.heads} heads do not divide the input size {input_dim}; "
-                                            f"set head_size or a head count that divides it")
+            raise ConfigCheckError(
+                "heads",
+                f"{self.heads} heads do not divide the input size {input_dim}; "
+                f"set head_size or a head count that divides it",
+            )
         return input_dim // self.heads
 
     def output_dim(self, input_dim: int) -> int:

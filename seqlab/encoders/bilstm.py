@@ -16,14 +16,15 @@ from seqlab.nn.lstm import BiLSTM
 @ENCODERS.register
 class BiLSTMConfig(EncoderConfig):
     type: Literal["bilstm"] = "bilstm"
-    hidden: int = Field(200, gt=0, le=16384, description="total output size (both directions); 200 as in "
-                                                         "Lample et al.")
+    hidden: int = Field(200, gt=0, le=16384, description="total output size (both directions); 200 as in Lample et al.")
     layers: int = Field(1, gt=0, le=16, description="one layer is the papers' setting")
     dropout: float = Field(0.5, ge=0.0, lt=1.0, description="on the output and between layers")
     stacking: Literal["cross", "per_direction"] = Field(
-        "cross", description="cross: each layer reads both directions of the layer below (Li et al. 2019's "
-                             "cross-Bi-LSTM); per_direction: each direction stacked on its own, joined at the "
-                             "top (their Bi-LSTM-CNN baseline). Same with one layer")
+        "cross",
+        description="cross: each layer reads both directions of the layer below (Li et al. 2019's "
+        "cross-Bi-LSTM); per_direction: each direction stacked on its own, joined at the "
+        "top (their Bi-LSTM-CNN baseline). Same with one layer",
+    )
 
     @field_validator("hidden")
     @classmethod
@@ -56,7 +57,7 @@ class BiLSTMEncoder(Encoder):
                 nn.init.zeros_(p)
                 # forget-gate bias 1: the usual choice for stable early training
                 n = p.shape[0] // 4
-                p.data[n:2 * n] = 0.5  # bias_ih and bias_hh add up to 1
+                p.data[n : 2 * n] = 0.5  # bias_ih and bias_hh add up to 1
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         out = self.lstm(x, ctx.lengths.clamp(min=1))  # (batch, seq, hidden)

@@ -63,8 +63,12 @@ def chunk_and_type(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     chunks = [c for c in CHUNK_CLASSES if c in chunk_total]
     types = sorted(t for t in type_total if t != NONE) + ([NONE] if NONE in type_total else [])
     recall, accuracy = pct(chunk_right, chunk_total), pct(type_right, type_total)
-    return ChunkingTyping({c: recall[c] for c in chunks}, {c: chunk_total[c] for c in chunks},
-                          {t: accuracy[t] for t in types}, {t: type_total[t] for t in types})
+    return ChunkingTyping(
+        {c: recall[c] for c in chunks},
+        {c: chunk_total[c] for c in chunks},
+        {t: accuracy[t] for t in types},
+        {t: type_total[t] for t in types},
+    )
 
 
 def zeroed_for(columns: dict[str, tuple[int, int]], keep: str) -> list[str]:
@@ -74,8 +78,9 @@ def zeroed_for(columns: dict[str, tuple[int, int]], keep: str) -> list[str]:
     return [name for name, (s, e) in columns.items() if e <= a or s >= b]
 
 
-def analyze(tagger, sentences: list[Sentence], keep: Sequence[str | None] = (None,),
-            batch_size: int | None = None) -> list[PartAnalysis]:
+def analyze(
+    tagger, sentences: list[Sentence], keep: Sequence[str | None] = (None,), batch_size: int | None = None
+) -> list[PartAnalysis]:
     """One :class:`PartAnalysis` per entry of ``keep`` (None = the full model)."""
     layers = [layer.columns for layer in tagger.net.encoders]
     out = []
@@ -97,12 +102,17 @@ def format_analysis(parts: list[PartAnalysis]) -> str:
     """Two tables, one column per analysis: chunk-class recall, then per-type accuracy (percent)."""
     heads = ["full" if p.kept is None else f"{p.kept} only" for p in parts]
     first = parts[0].result
-    lines = ["entity chunking, recall per class (types collapsed):",
-             f"{'class':>8} {'tokens':>8} " + " ".join(f"{h:>9}" for h in heads)]
+    lines = [
+        "entity chunking, recall per class (types collapsed):",
+        f"{'class':>8} {'tokens':>8} " + " ".join(f"{h:>9}" for h in heads),
+    ]
     for c, n in first.chunk_support.items():
         lines.append(f"{c:>8} {n:>8} " + " ".join(f"{p.result.chunk_recall[c]:9.2f}" for p in parts))
-    lines += ["", "entity typing, accuracy per type (boundaries ignored):",
-              f"{'type':>8} {'tokens':>8} " + " ".join(f"{h:>9}" for h in heads)]
+    lines += [
+        "",
+        "entity typing, accuracy per type (boundaries ignored):",
+        f"{'type':>8} {'tokens':>8} " + " ".join(f"{h:>9}" for h in heads),
+    ]
     for t, n in first.type_support.items():
         lines.append(f"{t:>8} {n:>8} " + " ".join(f"{p.result.type_accuracy[t]:9.2f}" for p in parts))
     return "\n".join(lines) + "\n"

@@ -112,36 +112,42 @@ class Likelihood:
     def __init__(self, tagger, sentences: Sequence[Sentence], batch_size: int | None = None):
         usable = [s for s in sentences if s.tokens and not tagger.unseen_labels([s])]
         if len(usable) < len(sentences):
-            log.warning("calibration leaves out %d sentences (empty, or with labels unseen in training)",
-                        len(sentences) - len(usable))
+            log.warning(
+                "calibration leaves out %d sentences (empty, or with labels unseen in training)",
+                len(sentences) - len(usable),
+            )
         if not usable:
             raise SeqlabError("no labelled sentences to calibrate on")
         self.sentences = len(usable)
         self.net = tagger.net.eval()
         self.inputs = []  # per batch: decoder input (batch, seq_len, dim), gold tags and mask (batch, seq_len), context
         with torch.inference_mode():
-            for batch in make_batches(tagger.encode(usable, with_tags=True), tagger.featurizers,
-                                      batch_size or tagger.config.train.eval_batch_size):
+            for batch in make_batches(
+                tagger.encode(usable, with_tags=True),
+                tagger.featurizers,
+                batch_size or tagger.config.train.eval_batch_size,
+            ):
                 batch = batch.to(tagger.device)
                 features, ctx = self.net.encode(batch)
                 self.inputs.append((features, batch.tags, batch.mask, ctx))
 
     def __call__(self, temperature: float) -> float:
         with torch.inference_mode():
-            total = sum(float(self.net.decoder.scaled_nll(f, t, m, c, temperature).double().sum())
-                        for f, t, m, c in self.inputs)
+            total = sum(
+                float(self.net.decoder.scaled_nll(f, t, m, c, temperature).double().sum()) for f, t, m, c in self.inputs
+            )
         return total / self.sentences
 
 
-def fit_temperature(tagger, sentences: Sequence[Sentence], batch_size: int | None = None,
-                    iterations: int = 40) -> TemperatureFit:
+def fit_temperature(
+    tagger, sentences: Sequence[Sentence], batch_size: int | None = None, iterations: int = 40
+) -> TemperatureFit:
     """The T in [LOWEST, HIGHEST] that minimises the gold labels' negative log-likelihood
     (:class:`Likelihood`), by golden-section search over log T."""
     check_labels(list(sentences), tagger.scheme)
     nll = Likelihood(tagger, sentences, batch_size)
     previous = tagger.net.decoder.temperature
-    temperature = math.exp(_golden_section(lambda u: nll(math.exp(u)), math.log(LOWEST), math.log(HIGHEST),
-                                           iterations))
+    temperature = math.exp(_golden_section(lambda u: nll(math.exp(u)), math.log(LOWEST), math.log(HIGHEST), iterations))
     return TemperatureFit(temperature, previous, nll(previous), nll(temperature), nll.sentences)
 
 
@@ -162,4 +168,3 @@ def _golden_section(f, lo: float, hi: float, iterations: int) -> float:
             fd = f(d)
     inner = (a + b) / 2
     return min((lo, hi, inner), key=f)
-

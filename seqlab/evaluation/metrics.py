@@ -53,13 +53,24 @@ class Scores:
         """The numbers worth logging: accuracy alone for plain labels, else F1, precision, recall, accuracy."""
         if self.kind == "tokens":
             return {"accuracy": self.accuracy}
-        return {"f1": self.f1, "precision": self.precision, "recall": self.recall, "accuracy": self.accuracy,
-                "untyped_f1": self.untyped_f1, "type_accuracy": self.type_accuracy}
+        return {
+            "f1": self.f1,
+            "precision": self.precision,
+            "recall": self.recall,
+            "accuracy": self.accuracy,
+            "untyped_f1": self.untyped_f1,
+            "type_accuracy": self.type_accuracy,
+        }
 
     @property
     def counts(self) -> dict[str, int]:
         """The raw counts: found_gold, found_pred, correct, tokens."""
-        return {"found_gold": self.found_gold, "found_pred": self.found_pred, "correct": self.correct, "tokens": self.tokens}
+        return {
+            "found_gold": self.found_gold,
+            "found_pred": self.found_pred,
+            "correct": self.correct,
+            "tokens": self.tokens,
+        }
 
 
 def _prf(found_gold: int, found_pred: int, correct: int) -> tuple[float, float, float]:

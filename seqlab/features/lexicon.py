@@ -37,8 +37,10 @@ def jieba_dict_path() -> Path:
     """The ``dict.txt`` inside the installed ``jieba`` package (not imported: only its file is read)."""
     spec = importlib.util.find_spec("jieba")
     if spec is None or not spec.submodule_search_locations:
-        raise SeqlabError("the default lexicon is jieba's dict.txt: install the package jieba "
-                          "(pip install jieba), or name a word list in the lattice feature's 'lexicon'")
+        raise SeqlabError(
+            "the default lexicon is jieba's dict.txt: install the package jieba "
+            "(pip install jieba), or name a word list in the lattice feature's 'lexicon'"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / "dict.txt"
     if not path.is_file():
         raise SeqlabError("the installed jieba package has no dict.txt", path=path)
@@ -79,8 +81,9 @@ def read_word_file(path: str | Path, fmt: str = "words", min_freq: int = 1) -> l
                     try:
                         freq = int(parts[1])
                     except ValueError:
-                        raise SeqlabError(f"expected an integer frequency after the word, got {parts[1]!r}",
-                                          path=path, line=lineno) from None
+                        raise SeqlabError(
+                            f"expected an integer frequency after the word, got {parts[1]!r}", path=path, line=lineno
+                        ) from None
                     if freq < min_freq:
                         continue
                 words.append(parts[0])
@@ -111,8 +114,15 @@ class Lexicon:
         return self._nodes.get(word, False)
 
     @classmethod
-    def load(cls, source: str, fmt: str = "words", min_length: int = 2, max_length: int | None = None,
-             min_freq: int = 1, extra: str | None = None) -> "Lexicon":
+    def load(
+        cls,
+        source: str,
+        fmt: str = "words",
+        min_length: int = 2,
+        max_length: int | None = None,
+        min_freq: int = 1,
+        extra: str | None = None,
+    ) -> "Lexicon":
         """``source`` 'jieba' or a file; words shorter than ``min_length`` or longer than ``max_length``
         characters are left out; ``extra`` names a user's word list added on top (same length limits)."""
         path = jieba_dict_path() if source == JIEBA else Path(source)
@@ -141,4 +151,3 @@ class Lexicon:
                 if is_word:
                     out.append(Match(head, tail, prefix))
         return out
-

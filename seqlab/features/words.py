@@ -31,8 +31,18 @@ from seqlab.nn import rows
 from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.vocab import normalize_word
-from seqlab.features.base import (FEATURES, MEMO_TOKENS, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens,
-                                  memo_lookup, memo_values, pad_flat, pad_ids)
+from seqlab.features.base import (
+    FEATURES,
+    MEMO_TOKENS,
+    FeatureConfig,
+    FeatureModule,
+    VocabFeaturizer,
+    flat_tokens,
+    memo_lookup,
+    memo_values,
+    pad_flat,
+    pad_ids,
+)
 from seqlab.data.token_types import TypedTokens, TypeValues
 from seqlab.features.vectors import MAX_EXTRA_BYTES, fit_vocab_and_table, source_of, vector_index, vector_source_present
 
@@ -44,7 +54,8 @@ class WordsConfig(FeatureConfig):
     type: Literal["words"] = "words"
     dim: int = Field(50, gt=0, le=4096, description="GloVe 6B 50d is the vector set available offline")
     pretrained: str | None = Field(
-        "glove-6b-50d", description="'glove-6b-50d' (PyPI package), a GloVe/word2vec text file (.gz ok), or None")
+        "glove-6b-50d", description="'glove-6b-50d' (PyPI package), a GloVe/word2vec text file (.gz ok), or None"
+    )
     freeze: bool = Field(False, description="the papers fine-tune the word embeddings")
     lowercase: bool = Field(True, description="GloVe 6B is uncased; casing is kept by the casing feature")
     min_count: int = Field(1, ge=1, le=1_000_000, description="keep every training word; rare ones still get trained")
@@ -129,8 +140,9 @@ class WordsFeaturizer(VocabFeaturizer):
         c = self.config
         counts = Counter(self._norm(t) for s in train for t in s.tokens)
         others = {self._norm(t) for s in other for t in s.tokens} if c.pretrained else set()
-        vocab, self._init = fit_vocab_and_table(counts, others, c.pretrained, c.dim, c.min_count, seed,
-                                                key=f"model.embedder.features.{self.name}.dim")
+        vocab, self._init = fit_vocab_and_table(
+            counts, others, c.pretrained, c.dim, c.min_count, seed, key=f"model.embedder.features.{self.name}.dim"
+        )
         self.set_vocab(vocab)
         self.vectors = source_of(c.pretrained)
 
@@ -170,8 +182,11 @@ class WordsFeaturizer(VocabFeaturizer):
         if not (self.open_vocabulary and self._module is not None):
             return
         stoi, extra, absent = self.vocab.stoi, self._extra_ids, self._absent
-        new = [w for w in dict.fromkeys(map(self._norm, tokens))  # in order of appearance
-               if w not in stoi and w not in extra and w not in absent]
+        new = [
+            w
+            for w in dict.fromkeys(map(self._norm, tokens))  # in order of appearance
+            if w not in stoi and w not in extra and w not in absent
+        ]
         if new:
             self._add_words(new)
 
@@ -184,8 +199,13 @@ class WordsFeaturizer(VocabFeaturizer):
             if self._index is None:
                 self._index = vector_index(self.vectors)
                 if self._index is not None and self._index.dim != self.config.dim:
-                    log.warning("word vectors %s have %d dimensions, the model's feature %d: words outside its "
-                                "vocabulary are UNK", self.vectors, self._index.dim, self.config.dim)
+                    log.warning(
+                        "word vectors %s have %d dimensions, the model's feature %d: words outside its "
+                        "vocabulary are UNK",
+                        self.vectors,
+                        self._index.dim,
+                        self.config.dim,
+                    )
                     self._index = None
                 if self._index is None:
                     self.open_vocabulary = False
@@ -201,8 +221,11 @@ class WordsFeaturizer(VocabFeaturizer):
                     continue
                 if m.extra_count >= limit:
                     self._full = True
-                    log.warning("feature %s: %d words added from the vectors, the most kept: further unknown words "
-                                "are UNK", self.name, m.extra_count)
+                    log.warning(
+                        "feature %s: %d words added from the vectors, the most kept: further unknown words are UNK",
+                        self.name,
+                        m.extra_count,
+                    )
                     return
                 if m.extra is None or m.extra_count == len(m.extra):
                     grown = np.zeros((min(limit, max(256, 2 * m.extra_count)), self.config.dim), dtype=np.float32)

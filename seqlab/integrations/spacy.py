@@ -40,20 +40,47 @@ for _cls in (Span, Token):
         _cls.set_extension(EXTENSION, default=None)
 
 
-@Language.factory("seqlab", default_config={"model": None, "mode": "auto", "spans_key": "seqlab", "batch_size": 64,
-                                            "device": "cpu", "max_length": None})
-def make_component(nlp: Language, name: str, model: str | None, mode: str, spans_key: str, batch_size: int,
-                   device: str, max_length: int | None) -> SeqlabComponent:
+@Language.factory(
+    "seqlab",
+    default_config={
+        "model": None,
+        "mode": "auto",
+        "spans_key": "seqlab",
+        "batch_size": 64,
+        "device": "cpu",
+        "max_length": None,
+    },
+)
+def make_component(
+    nlp: Language,
+    name: str,
+    model: str | None,
+    mode: str,
+    spans_key: str,
+    batch_size: int,
+    device: str,
+    max_length: int | None,
+) -> SeqlabComponent:
     """``nlp.add_pipe("seqlab", config={"model": NAME_OR_PATH})``."""
     return SeqlabComponent(nlp, name, model, mode, spans_key, batch_size, device, max_length)
 
 
 class SeqlabComponent:
-    def __init__(self, nlp: Language, name: str, model: str | None, mode: str = "auto", spans_key: str = "seqlab",
-                 batch_size: int = 64, device: str = "cpu", max_length: int | None = None):
+    def __init__(
+        self,
+        nlp: Language,
+        name: str,
+        model: str | None,
+        mode: str = "auto",
+        spans_key: str = "seqlab",
+        batch_size: int = 64,
+        device: str = "cpu",
+        max_length: int | None = None,
+    ):
         from seqlab.errors import SeqlabError
         from seqlab.tagger import Tagger
         from seqlab.data.tokenization import model_tokenizer
+
         if not model:
             raise SeqlabError('the seqlab component needs a model: nlp.add_pipe("seqlab", config={"model": ...})')
         if mode not in MODES:
@@ -74,6 +101,7 @@ class SeqlabComponent:
 
     def pipe(self, stream: Iterable[Doc], batch_size: int | None = None) -> Iterator[Doc]:
         from spacy.util import minibatch
+
         for docs in minibatch(stream, size=batch_size or self.batch_size):
             self._tag(docs)
             yield from docs
@@ -81,6 +109,7 @@ class SeqlabComponent:
     def _sentence(self, doc: Doc):
         """The seqlab sentence of ``doc`` and each of its tokens' (start, end) characters in the doc."""
         from seqlab.data.sentence import Sentence
+
         offsets = []
         for token in doc:
             if token.text.isspace():
@@ -94,16 +123,14 @@ class SeqlabComponent:
 
     def _tag(self, docs: list[Doc]) -> None:
         built = [self._sentence(doc) for doc in docs]
-        preds = self.tagger.predict([s for s, _ in built], self.batch_size, max_length=self.max_length,
-                                    confidence=True)
+        preds = self.tagger.predict([s for s, _ in built], self.batch_size, max_length=self.max_length, confidence=True)
         for doc, (_, offsets), pred in zip(docs, built, preds):
             if self.mode == "tags":
                 self._set_tags(doc, offsets, pred)
                 continue
             spans = []
             for s in pred.spans:
-                span = doc.char_span(offsets[s.start][0], offsets[s.end - 1][1], label=s.type,
-                                     alignment_mode="expand")
+                span = doc.char_span(offsets[s.start][0], offsets[s.end - 1][1], label=s.type, alignment_mode="expand")
                 if span is None:  # pragma: no cover - tokens come from the doc's own
                     continue
                 span._.set(EXTENSION, s.confidence)

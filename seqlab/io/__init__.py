@@ -19,5 +19,15 @@ from seqlab.io.files import (
     recover_dir,
 )
 
-__all__ = ["COMPLETE", "SWAP_WAIT_S", "append_line", "atomic_write_bytes", "atomic_write_dir", "atomic_write_json",
-           "atomic_write_text", "check_folder_kind", "check_writable", "recover_dir"]
+__all__ = [
+    "COMPLETE",
+    "SWAP_WAIT_S",
+    "append_line",
+    "atomic_write_bytes",
+    "atomic_write_dir",
+    "atomic_write_json",
+    "atomic_write_text",
+    "check_folder_kind",
+    "check_writable",
+    "recover_dir",
+]

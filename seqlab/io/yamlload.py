@@ -40,8 +40,7 @@ class UserYamlLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
-                                    self.peek_event().start_mark)
+                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -69,9 +68,12 @@ class UserYamlLoader(yaml.SafeLoader):
                 continue
             if first is not key_node:
                 lines = f"lines {first.start_mark.line + 1} and {key_node.start_mark.line + 1}"
-                raise ConstructorError("while constructing a mapping", node.start_mark,
-                                       f"duplicated key {key!r} ({lines}): the second would silently replace "
-                                       f"the first", key_node.start_mark)
+                raise ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"duplicated key {key!r} ({lines}): the second would silently replace the first",
+                    key_node.start_mark,
+                )
 
 
 def _children(node: Node) -> list[Node]:
@@ -97,8 +99,9 @@ def _check_expansion(root: Node | None) -> None:
             open_nodes.discard(key)
             sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
             if sizes[key] > MAX_NODES:
-                raise ComposerError(None, None, f"more than {MAX_NODES} values once the aliases are expanded",
-                                    node.start_mark)
+                raise ComposerError(
+                    None, None, f"more than {MAX_NODES} values once the aliases are expanded", node.start_mark
+                )
             continue
         if key in sizes:
             continue

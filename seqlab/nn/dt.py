@@ -75,8 +75,16 @@ class DTRNN(nn.Module):
     ``cell="gru"`` is a conventional GRU (the paper's baseline) with the same interface. Rows are
     right-padded; outputs at real positions never depend on padding (steps run left to right)."""
 
-    def __init__(self, input_dim: int, hidden: int, transitions: int = 4, cell: str = "dt",
-                 layer_norm: bool = False, cell_dropout: float = 0.0, position_signal: bool = False):
+    def __init__(
+        self,
+        input_dim: int,
+        hidden: int,
+        transitions: int = 4,
+        cell: str = "dt",
+        layer_norm: bool = False,
+        cell_dropout: float = 0.0,
+        position_signal: bool = False,
+    ):
         super().__init__()
         self.hidden, self.cell, self.position_signal = hidden, cell, position_signal
         if cell == "gru":

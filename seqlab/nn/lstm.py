@@ -47,8 +47,15 @@ class BiLSTM(nn.Module):
     BiLSTM; Li et al. 2019's cross-Bi-LSTM, Section 6.2). ``cross=False`` stacks each direction on its
     own (their baseline, Section 3.2): the two meet only at the top."""
 
-    def __init__(self, input_dim: int, hidden: int, layers: int = 1, dropout: float = 0.0,
-                 packed_inference: bool = False, cross: bool = True):
+    def __init__(
+        self,
+        input_dim: int,
+        hidden: int,
+        layers: int = 1,
+        dropout: float = 0.0,
+        packed_inference: bool = False,
+        cross: bool = True,
+    ):
         super().__init__()
         assert cross or not packed_inference, "the packed copy is a cross (nn.LSTM bidirectional) stack"
         self.packed_inference = packed_inference
@@ -125,8 +132,9 @@ class BiLSTM(nn.Module):
         key = weights_key(params)
         if self._bi_cache is None or self._bi_cache[0] != key:
             first = self.fwd[0]
-            bi = nn.LSTM(first.input_size, first.hidden_size, num_layers=len(self.fwd), batch_first=True,
-                         bidirectional=True).to(device=params[0].device, dtype=params[0].dtype)
+            bi = nn.LSTM(
+                first.input_size, first.hidden_size, num_layers=len(self.fwd), batch_first=True, bidirectional=True
+            ).to(device=params[0].device, dtype=params[0].dtype)
             self.copy_weights_into(bi)
             bi.eval()
             self._bi_cache = (key, bi)  # a tuple: not registered as a submodule, not saved

@@ -130,17 +130,22 @@ class Budget:
         need = self.cost.batch(1, length) + self.cost.kept(length)
         fits = _round_down(self.cost.fits(self.limit, ratio or length / max(tokens, 1)))
         lattice = f" ({length} lattice positions)" if length != tokens else ""
-        reason = (f"a sentence of {tokens} tokens{lattice} needs about {_mib(need)} to tag in one piece, over the "
-                  f"{_mib(self.limit)} memory budget")
-        raise OverBudget(f"{reason}; tag it in pieces with --max-length {fits}", reason, index, fits,
-                         path=source, line=line)
+        reason = (
+            f"a sentence of {tokens} tokens{lattice} needs about {_mib(need)} to tag in one piece, over the "
+            f"{_mib(self.limit)} memory budget"
+        )
+        raise OverBudget(
+            f"{reason}; tag it in pieces with --max-length {fits}", reason, index, fits, path=source, line=line
+        )
 
     def check_kept(self, lengths: Sequence[int]) -> None:
         """What the sentences keep for the caller, together: OverBudget if over its share."""
         need = sum(self.cost.kept(n) for n in lengths)
         if need > self.kept_limit:
-            reason = (f"the explanations of {len(lengths)} sentences need about {_mib(need)} together, over the "
-                      f"{_mib(self.kept_limit)} memory budget")
+            reason = (
+                f"the explanations of {len(lengths)} sentences need about {_mib(need)} together, over the "
+                f"{_mib(self.kept_limit)} memory budget"
+            )
             raise OverBudget(f"{reason}: explain fewer or shorter sentences at a time", reason)
 
     def parts(self, group: list[int], tokens: Sequence[int], lengths: Sequence[int]) -> list[list[int]]:
@@ -173,6 +178,7 @@ def padded(group: Sequence[int], tokens: Sequence[int], lengths: Sequence[int]) 
 # Rates read off the network
 # ---------------------------------------------------------------------------------------------
 
+
 def _width(module: nn.Module) -> int:
     """The widest per-position activation a module makes (0 for a module that makes none of its own)."""
     if isinstance(module, nn.Linear):
@@ -187,8 +193,14 @@ def _width(module: nn.Module) -> int:
     return 0
 
 
-def network_cost(net: nn.Module, per_token: Mapping[str, int] | None = None, tags: int = 0, nbest: int = 0,
-                 explain: bool = False, whole_pairs: int = 0) -> Cost:
+def network_cost(
+    net: nn.Module,
+    per_token: Mapping[str, int] | None = None,
+    tags: int = 0,
+    nbest: int = 0,
+    explain: bool = False,
+    whole_pairs: int = 0,
+) -> Cost:
     """The :class:`Cost` of ``net``'s inference. ``per_token``: the embedder's features that work on several
     positions per token (characters: their ``max_len``), by name; ``tags``: the decoder's tag count (its
     lattices of scores and back-pointers, per position); ``nbest``: the paths asked for; ``explain``: the
@@ -197,6 +209,7 @@ def network_cost(net: nn.Module, per_token: Mapping[str, int] | None = None, tag
     from seqlab.encoders.attention import ParallelAttentionEncoder
     from seqlab.encoders.flat import FlatLayer
     from seqlab.encoders.psa import PSAFusionEncoder
+
     widths = [1]
     for name, module in net.named_modules():
         factor = next((k for f, k in (per_token or {}).items() if name.startswith(f"embedder.{f}.")), 1)
@@ -254,5 +267,4 @@ def state_bytes(shapes: Mapping[str, tuple[tuple[int, ...], torch.dtype]]) -> in
     return sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes.values())
 
 
-__all__ = ["MEMORY_BUDGET", "Budget", "Cost", "OverBudget", "network_cost", "padded", "parameter_shapes",
-           "state_bytes"]
+__all__ = ["MEMORY_BUDGET", "Budget", "Cost", "OverBudget", "network_cost", "padded", "parameter_shapes", "state_bytes"]

@@ -111,9 +111,12 @@ class OnnxEncoding:
         self.published = list(ctx.published)
         from seqlab.encoders.flat import RelativeSpanEncoding
         from seqlab.encoders.psa import PositionAwareAttention
-        self.pairwise_dim = max([m.d_model for m in tagger.net.modules() if isinstance(m, RelativeSpanEncoding)]
-                                + [m.w1.out_features for m in tagger.net.modules()
-                                   if isinstance(m, PositionAwareAttention)], default=0)
+
+        self.pairwise_dim = max(
+            [m.d_model for m in tagger.net.modules() if isinstance(m, RelativeSpanEncoding)]
+            + [m.w1.out_features for m in tagger.net.modules() if isinstance(m, PositionAwareAttention)],
+            default=0,
+        )
         if max_rows is not None and self.pairwise_dim:  # measured, batch 1: PSA 1.06x, FLAT 0.66x (BENCHMARKS.md)
             raise SeqlabError("onnxruntime is no faster on models with PSA's or FLAT's pairwise attention")
         wrapper = EncoderNet(tagger.net, self.names, self.published).eval()
@@ -125,8 +128,16 @@ class OnnxEncoding:
         try:
             with traceable(tagger), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # tracer notes on Python branches: the check below decides
-                torch.onnx.export(wrapper, args, buf, input_names=self.inputs, output_names=outputs,
-                                  dynamic_axes=dynamic, opset_version=17, dynamo=False)
+                torch.onnx.export(
+                    wrapper,
+                    args,
+                    buf,
+                    input_names=self.inputs,
+                    output_names=outputs,
+                    dynamic_axes=dynamic,
+                    opset_version=17,
+                    dynamo=False,
+                )
         except Exception as err:  # the exporter raises many types for unsupported operations
             first = (str(err).splitlines() or [type(err).__name__])[0][:200]
             raise SeqlabError(f"--engine onnxruntime: this model does not export to ONNX: {first}") from None
@@ -135,9 +146,13 @@ class OnnxEncoding:
         # word tables whose rows past the trained ones (words the vectors know, seqlab.features.words) the graph
         # has not: a batch with such ids runs eagerly
         from seqlab.features.words import WordEmbedding
+
         self._net = tagger.net
-        self._tables = {name: m.embed.weight.shape[0] for name, m in tagger.net.embedder.named_children()
-                        if isinstance(m, WordEmbedding)}
+        self._tables = {
+            name: m.embed.weight.shape[0]
+            for name, m in tagger.net.embedder.named_children()
+            if isinstance(m, WordEmbedding)
+        }
         self._check(tagger)
         self.params = [*tagger.net.embedder.parameters(), *tagger.net.encoders.parameters()]  # the graph's
         self.weights = weights_key(self.params)  # what was exported; see :meth:`current`
@@ -157,6 +172,7 @@ class OnnxEncoding:
     def _session(self, small: bool):
         if small not in self._sessions:
             import onnxruntime as ort
+
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1 if small else torch.get_num_threads()
             options.log_severity_level = 4  # its failures become SeqlabErrors; its warnings are not the user's
@@ -173,17 +189,28 @@ class OnnxEncoding:
         if not self.pairwise_dim:
             return [batch]
         rows, n = len(batch.index), batch.mask.shape[1]
-        extra = max((t.shape[1] for tensors in batch.features.values() for t in tensors.values()
-                     if t.dim() >= 2 and t.shape[0] == rows and t.shape[1] != n), default=0)
+        extra = max(
+            (
+                t.shape[1]
+                for tensors in batch.features.values()
+                for t in tensors.values()
+                if t.dim() >= 2 and t.shape[0] == rows and t.shape[1] != n
+            ),
+            default=0,
+        )
         per_row = (n + extra) ** 2 * self.pairwise_dim
         if per_row > 8 * PAIRWISE_BUDGET:
-            raise SeqlabError(f"--engine onnxruntime: a sentence of {n} tokens needs {4 * per_row >> 20} MiB for "
-                              f"one attention tensor; tag with --max-length, or with --engine torch")
+            raise SeqlabError(
+                f"--engine onnxruntime: a sentence of {n} tokens needs {4 * per_row >> 20} MiB for "
+                f"one attention tensor; tag with --max-length, or with --engine torch"
+            )
         fit = max(1, PAIRWISE_BUDGET // per_row)
         if rows <= fit:
             return [batch]
-        return [collate([items[i] for i in idx], idx, featurizers)
-                for idx in (batch.index[k: k + fit] for k in range(0, rows, fit))]
+        return [
+            collate([items[i] for i in idx], idx, featurizers)
+            for idx in (batch.index[k : k + fit] for k in range(0, rows, fit))
+        ]
 
     def run(self, batch: Batch, ablate: Collection[str] = ()) -> tuple[Tensor, Tensor, Context]:
         """(encoder output (batch, seq_len, dim), the mask, a context with the batch and the published
@@ -204,9 +231,12 @@ class OnnxEncoding:
             out = [torch.from_numpy(a) for a in session.run(None, feed)]
         except Exception as err:  # onnxruntime's own types (out of memory, a shape the graph cannot take)
             reason = (str(err).splitlines() or [type(err).__name__])[0][:200]
-            raise EngineRunError(f"--engine onnxruntime failed on a batch of {len(batch.index)} sentences of up "
-                                 f"to {int(batch.lengths.max())} tokens ({reason}); try a smaller --batch-size, "
-                                 f"--max-length, or --engine torch", reason) from None
+            raise EngineRunError(
+                f"--engine onnxruntime failed on a batch of {len(batch.index)} sentences of up "
+                f"to {int(batch.lengths.max())} tokens ({reason}); try a smaller --batch-size, "
+                f"--max-length, or --engine torch",
+                reason,
+            ) from None
         ctx = Context(batch.mask, batch.lengths, batch.features, dict(zip(self.published, out[1:])), "decoder.")
         return out[0], batch.mask, ctx
 
@@ -220,13 +250,17 @@ class OnnxEncoding:
                 try:
                     got = self.run(batch)[0]
                 except EngineRunError as err:
-                    raise SeqlabError(f"--engine onnxruntime: this model's exported graph fails on a sentence of "
-                                      f"{int(batch.lengths.max())} tokens ({err.reason}); use --engine torch") from None
+                    raise SeqlabError(
+                        f"--engine onnxruntime: this model's exported graph fails on a sentence of "
+                        f"{int(batch.lengths.max())} tokens ({err.reason}); use --engine torch"
+                    ) from None
                 scale = float(expected.abs().max()) or 1.0
                 if got.shape != expected.shape or float((got - expected).abs().max()) > TOLERANCE * scale:
-                    raise SeqlabError("--engine onnxruntime: this model's exported graph does not compute what the "
-                                      "network computes (an operation that tracing cannot follow, such as a loop "
-                                      "over time steps); use --engine torch")
+                    raise SeqlabError(
+                        "--engine onnxruntime: this model's exported graph does not compute what the "
+                        "network computes (an operation that tracing cannot follow, such as a loop "
+                        "over time steps); use --engine torch"
+                    )
 
 
 def make_engine(name: str, tagger) -> OnnxEncoding | None:

@@ -43,13 +43,17 @@ from seqlab.tagger import Tagger
 class Limits:
     """What one request may hold; over any of them it gets HTTP 413 (``seqlab serve --max-sentences``,
     ``--max-chars``, ``--max-body-bytes``)."""
+
     max_sentences: int = 1000  # per request
     max_chars: int = 200_000  # characters of text or tokens per request
     max_body_bytes: int = 2_000_000  # request body
 
     #: The allowed range of each field (the command line checks its flags against these).
     RANGES: ClassVar[dict[str, tuple[int, int]]] = {
-        "max_sentences": (1, 1_000_000), "max_chars": (1, 100_000_000), "max_body_bytes": (1, 1_000_000_000)}
+        "max_sentences": (1, 1_000_000),
+        "max_chars": (1, 100_000_000),
+        "max_body_bytes": (1, 1_000_000_000),
+    }
 
     def __post_init__(self) -> None:
         for name, (low, high) in self.RANGES.items():
@@ -136,8 +140,13 @@ class BodyLimit:
         """Send the 413 and its JSON error, then (``drain``) read and drop the rest of the body before ending the
         response, so that the connection closes cleanly once the client has sent it."""
         body = json.dumps({"error": f"request body over {self.limit} bytes"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body, "more_body": drain})
         if drain:
             await self._drain(receive)
@@ -185,6 +194,7 @@ def _over_budget(err: OverBudget) -> str:
 
 def _torch_threads() -> int:
     import torch
+
     return torch.get_num_threads()
 
 
@@ -210,8 +220,10 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, err: RequestValidationError):
-        details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "invalid"), "type": e.get("type", "")}
-                   for e in err.errors()[:10]]  # never the input itself: it may be megabytes
+        details = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", "invalid"), "type": e.get("type", "")}
+            for e in err.errors()[:10]
+        ]  # never the input itself: it may be megabytes
         return JSONResponse({"detail": details}, status_code=422)
 
     def run(sentences: list, options: tuple) -> list[dict]:
@@ -233,20 +245,30 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
 
     @app.get("/info")
     def info() -> dict:
-        return {**tagger.info(), "limits": limits.__dict__,
-                "batching": {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "network_calls": batcher.calls,
-                             "threads": _torch_threads()},
-                "server": {**http_stack(), "pid": os.getpid()}}
+        return {
+            **tagger.info(),
+            "limits": limits.__dict__,
+            "batching": {
+                "max_batch": max_batch,
+                "max_wait_ms": max_wait_ms,
+                "network_calls": batcher.calls,
+                "threads": _torch_threads(),
+            },
+            "server": {**http_stack(), "pid": os.getpid()},
+        }
 
     @app.post("/predict")
     async def predict(req: PredictRequest) -> dict:  # the network runs in the batcher's thread
         if len(req.sentences) > limits.max_sentences:
-            return JSONResponse({"error": f"{len(req.sentences)} sentences; at most {limits.max_sentences} per "
-                                          f"request"}, status_code=413)
+            return JSONResponse(
+                {"error": f"{len(req.sentences)} sentences; at most {limits.max_sentences} per request"},
+                status_code=413,
+            )
         chars = sum(len(s) if isinstance(s, str) else sum(map(len, s)) for s in req.sentences)
         if chars > limits.max_chars:
-            return JSONResponse({"error": f"{chars} characters; at most {limits.max_chars} per request"},
-                                status_code=413)
+            return JSONResponse(
+                {"error": f"{chars} characters; at most {limits.max_chars} per request"}, status_code=413
+            )
         try:
             preds = await batcher.submit(req.sentences, (req.nbest, req.explain, req.confidence))
         except OverBudget as err:  # over the tagger's memory budget (seqlab.runtime.cost), refused before it allocates
@@ -260,8 +282,14 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
 
 # What `seqlab serve --workers N` hands each worker process (they inherit the parent's environment).
 ENV_MODEL, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_THREADS, ENV_ENGINE, ENV_LIMITS, ENV_DEVICE = (
-    "SEQLAB_SERVE_MODEL", "SEQLAB_SERVE_MAX_BATCH", "SEQLAB_SERVE_MAX_WAIT_MS", "SEQLAB_SERVE_THREADS",
-    "SEQLAB_SERVE_ENGINE", "SEQLAB_SERVE_LIMITS", "SEQLAB_SERVE_DEVICE")
+    "SEQLAB_SERVE_MODEL",
+    "SEQLAB_SERVE_MAX_BATCH",
+    "SEQLAB_SERVE_MAX_WAIT_MS",
+    "SEQLAB_SERVE_THREADS",
+    "SEQLAB_SERVE_ENGINE",
+    "SEQLAB_SERVE_LIMITS",
+    "SEQLAB_SERVE_DEVICE",
+)
 
 
 def app_from_env():
@@ -277,8 +305,11 @@ def app_from_env():
         if not model:
             raise SeqlabError(f"{ENV_MODEL} is not set: the model folder to serve")
         options = {}
-        for name, key, parse in [("max_batch", ENV_MAX_BATCH, int), ("max_wait_ms", ENV_MAX_WAIT_MS, float),
-                                 ("threads", ENV_THREADS, int)]:
+        for name, key, parse in [
+            ("max_batch", ENV_MAX_BATCH, int),
+            ("max_wait_ms", ENV_MAX_WAIT_MS, float),
+            ("threads", ENV_THREADS, int),
+        ]:
             if os.environ.get(key):
                 try:
                     options[name] = parse(os.environ[key])
@@ -288,6 +319,7 @@ def app_from_env():
             options["limits"] = Limits.from_env(os.environ[ENV_LIMITS])
         if "threads" in options:
             import torch
+
             torch.set_num_threads(max(1, options.pop("threads")))
         tagger = Tagger.load(model, os.environ.get(ENV_DEVICE) or "cpu", os.environ.get(ENV_ENGINE) or "torch")
         app = create_app(tagger, **options)
@@ -295,5 +327,6 @@ def app_from_env():
         return app
     except SeqlabError as err:
         from uvicorn.config import STARTUP_FAILURE
+
         logging.getLogger("uvicorn.error").error("error: %s", err)
         sys.exit(STARTUP_FAILURE)

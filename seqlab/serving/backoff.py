@@ -14,6 +14,7 @@ from dataclasses import dataclass
 @dataclass
 class Backoff:
     """The restart policy of one worker slot; :meth:`delay` is called each time its worker ends."""
+
     first_s: float = 0.5
     cap_s: float = 30.0
     stable_s: float = 30.0

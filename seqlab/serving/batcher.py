@@ -82,5 +82,5 @@ class MicroBatcher:
         start = 0
         for item in items:
             if not item.future.done():
-                item.future.set_result(results[start: start + len(item.sentences)])
+                item.future.set_result(results[start : start + len(item.sentences)])
             start += len(item.sentences)

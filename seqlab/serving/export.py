@@ -52,8 +52,9 @@ class EmissionNet(EncoderNet):
         super().__init__(tagger.net, names, [])
         decoder = tagger.net.decoder
         if not hasattr(decoder, "proj"):
-            raise SeqlabError(f"export: the {type(decoder).__name__} does not export (only the CRF and softmax "
-                              f"decoders do)")
+            raise SeqlabError(
+                f"export: the {type(decoder).__name__} does not export (only the CRF and softmax decoders do)"
+            )
         self.crf = getattr(decoder, "crf", None)
 
     def forward(self, mask: Tensor, lengths: Tensor, *tensors: Tensor):
@@ -91,8 +92,16 @@ def export_onnx(model: str | Path, out: str | Path) -> Path:
     dynamic["emissions"] = {0: "batch", 1: "seq_len"}
     buf = io.BytesIO()
     with traceable(tagger):
-        torch.onnx.export(wrapper, args, buf, input_names=input_names, output_names=output_names,
-                          dynamic_axes=dynamic, opset_version=17, dynamo=False)
+        torch.onnx.export(
+            wrapper,
+            args,
+            buf,
+            input_names=input_names,
+            output_names=output_names,
+            dynamic_axes=dynamic,
+            opset_version=17,
+            dynamo=False,
+        )
     out = Path(out)
     atomic_write_bytes(out, buf.getvalue())
     return out
@@ -144,8 +153,9 @@ class ExportedTagger:
                 feed[name] = core[name] if name in core else batch.features[feature][tensor]
             outputs = self._emissions(feed)
             emissions, lengths = outputs[0], batch.lengths.numpy()  # (batch, seq_len, tags), (batch,)
-            best = (viterbi(emissions, lengths, *outputs[1:4])[0] if len(outputs) == 4
-                    else emissions.argmax(-1)).tolist()  # (batch, seq_len)
+            best = (
+                viterbi(emissions, lengths, *outputs[1:4])[0] if len(outputs) == 4 else emissions.argmax(-1)
+            ).tolist()  # (batch, seq_len)
             for row, j in enumerate(batch.index):
                 rows[nonempty[j]] = best[row][: lengths[row]]
         return [t.to_labels(r) for r in rows]

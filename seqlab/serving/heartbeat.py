@@ -22,6 +22,7 @@ BEATS_PER_TIMEOUT = 4
 
 class Counter(Protocol):
     """A number in shared memory (``multiprocessing`` ``RawValue("Q")``)."""
+
     value: int
 
 

@@ -51,11 +51,16 @@ def render_chunk(tagger, sentences: list[Sentence], options: PredictOptions) -> 
     when the output format is jsonl or n-best lists or explanations are asked for."""
     if options.output_format == "conll" and not (options.nbest or options.explain):
         out = io.StringIO()
-        write_conll(sentences, tagger.predict_tags(sentences, options.batch_size, max_length=options.max_length),
-                    out)
+        write_conll(sentences, tagger.predict_tags(sentences, options.batch_size, max_length=options.max_length), out)
         return out.getvalue()
-    preds = tagger.predict(sentences, options.batch_size, nbest=options.nbest, explain=options.explain,
-                           max_length=options.max_length, confidence=True)
+    preds = tagger.predict(
+        sentences,
+        options.batch_size,
+        nbest=options.nbest,
+        explain=options.explain,
+        max_length=options.max_length,
+        confidence=True,
+    )
     return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in preds)
 
 
@@ -63,14 +68,22 @@ def render_chunk(tagger, sentences: list[Sentence], options: PredictOptions) -> 
 _state: dict = {}  # per worker: "tagger" and "options", or "error" (raised with the first chunk)
 
 
-def _init_worker(model: str, device: str, beam: int | None, engine: str, options: PredictOptions, threads: int,
-                 logging_setup: tuple[int, str | None, str | None]) -> None:
+def _init_worker(
+    model: str,
+    device: str,
+    beam: int | None,
+    engine: str,
+    options: PredictOptions,
+    threads: int,
+    logging_setup: tuple[int, str | None, str | None],
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent handles it
     level, fmt, datefmt = logging_setup
     logging.basicConfig(level=level, format=fmt, datefmt=datefmt)  # --max-length splits are logged here
     import torch
 
     from seqlab.tagger import Tagger
+
     torch.set_num_threads(threads)
     try:
         tagger = Tagger.load(model, device, engine)
@@ -102,23 +115,35 @@ def _result(future: Future) -> str:
     try:
         return future.result()
     except BrokenProcessPool:
-        raise SeqlabError("--workers: a worker process ended unexpectedly (out of memory?); try fewer workers "
-                          "or a smaller --chunk") from None
+        raise SeqlabError(
+            "--workers: a worker process ended unexpectedly (out of memory?); try fewer workers or a smaller --chunk"
+        ) from None
 
 
-def tag_in_processes(model: str, chunks: Iterable[list[Sentence]], options: PredictOptions, workers: int,
-                     write: Callable[[str], object], device: str = "cpu", beam: int | None = None,
-                     engine: str = "torch") -> int:
+def tag_in_processes(
+    model: str,
+    chunks: Iterable[list[Sentence]],
+    options: PredictOptions,
+    workers: int,
+    write: Callable[[str], object],
+    device: str = "cpu",
+    beam: int | None = None,
+    engine: str = "torch",
+) -> int:
     """Tag ``chunks`` (lists of sentences) in ``workers`` processes, each loading ``model`` once, and call
     ``write(text)`` with each chunk's output (:func:`render_chunk`) in input order. Returns the number of
     sentences tagged. At most ``2 * workers`` chunks are submitted and not yet written."""
     import torch
+
     if workers < 1:
         raise SeqlabError(f"--workers: expected a positive integer, got {workers!r}")
     threads = max(1, torch.get_num_threads() // workers)
-    executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker,
-                                   initargs=(str(model), device, beam, engine, options, threads, _logging_setup()))
+    executor = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(str(model), device, beam, engine, options, threads, _logging_setup()),
+    )
     pending: deque[Future] = deque()  # in input order
     chunks = iter(chunks)
     tagged = 0

@@ -18,15 +18,35 @@ from seqlab.errors import SeqlabError
 from seqlab.runtime.devices import resolve_device
 from seqlab.runtime.engine import refuse_off_cpu
 from seqlab.runtime.heap import freeze_loaded
-from seqlab.serving.app import (ENV_DEVICE, ENV_ENGINE, ENV_LIMITS, ENV_MAX_BATCH, ENV_MAX_WAIT_MS, ENV_MODEL,
-                                ENV_THREADS, Limits, create_app)
+from seqlab.serving.app import (
+    ENV_DEVICE,
+    ENV_ENGINE,
+    ENV_LIMITS,
+    ENV_MAX_BATCH,
+    ENV_MAX_WAIT_MS,
+    ENV_MODEL,
+    ENV_THREADS,
+    Limits,
+    create_app,
+)
 from seqlab.serving.supervisor import REUSE_PORT, Watchdog, bound_socket, supervise
 from seqlab.tagger import Tagger
 
 
-def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_ms: float = 5.0,
-               workers: int = 1, engine: str = "auto", threads: int | None = None, access_log: bool = True,
-               limits: Limits = Limits(), watchdog: Watchdog = Watchdog(), device: str = "cpu") -> None:
+def run_server(
+    model: str,
+    host: str,
+    port: int,
+    max_batch: int = 64,
+    max_wait_ms: float = 5.0,
+    workers: int = 1,
+    engine: str = "auto",
+    threads: int | None = None,
+    access_log: bool = True,
+    limits: Limits = Limits(),
+    watchdog: Watchdog = Watchdog(),
+    device: str = "cpu",
+) -> None:
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
     process would end with -15). With ``workers`` > 1, that many processes serve the port
@@ -50,11 +70,13 @@ def run_server(model: str, host: str, port: int, max_batch: int = 64, max_wait_m
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs uvicorn: pip install 'seqlab[serve]'") from None
     import torch
+
     on = resolve_device(device)  # a device that is not there: one error line before anything starts
     threads = threads or max(1, torch.get_num_threads() - 1)
     if workers > 1:
-        _run_workers(model, host, port, max_batch, max_wait_ms, workers, on, engine, threads, access_log, limits,
-                     watchdog)
+        _run_workers(
+            model, host, port, max_batch, max_wait_ms, workers, on, engine, threads, access_log, limits, watchdog
+        )
         return
     torch.set_num_threads(threads)
     sock = bound_socket(host, port, reuse_port=False)  # a port in use or a bad host: one line, before the model
@@ -88,8 +110,8 @@ def _serve_on(uvicorn, sock, app, host: str, port: int, access_log: bool) -> Non
             await super().startup(sockets)
             if self.started:  # uvicorn says where it runs only when it binds the socket itself
                 logging.getLogger("uvicorn.error").info(
-                    "Uvicorn running on http://%s:%d (Press CTRL+C to quit)",
-                    f"[{host}]" if ":" in host else host, port)
+                    "Uvicorn running on http://%s:%d (Press CTRL+C to quit)", f"[{host}]" if ":" in host else host, port
+                )
 
     server = Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=access_log))
     try:
@@ -100,9 +122,20 @@ def _serve_on(uvicorn, sock, app, host: str, port: int, access_log: bool) -> Non
         raise SeqlabError("serve: the server failed to start (its error is logged above)") from None
 
 
-def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: float,
-                 workers: int, device: "torch.device", engine: str = "auto", threads: int = 1,
-                 access_log: bool = True, limits: Limits = Limits(), watchdog: Watchdog = Watchdog()) -> None:
+def _run_workers(
+    model: str,
+    host: str,
+    port: int,
+    max_batch: int,
+    max_wait_ms: float,
+    workers: int,
+    device: "torch.device",
+    engine: str = "auto",
+    threads: int = 1,
+    access_log: bool = True,
+    limits: Limits = Limits(),
+    watchdog: Watchdog = Watchdog(),
+) -> None:
     """``workers`` spawned processes serving the port (:mod:`seqlab.serving.supervisor`), each building its app from
     :func:`seqlab.serving.app.app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A worker
     that fails to start (its model loading, after the parent's own check passed) stops them all, and this
@@ -117,8 +150,15 @@ def _run_workers(model: str, host: str, port: int, max_batch: int, max_wait_ms: 
         refuse_off_cpu(device)
     bound_socket(host, port, REUSE_PORT).close()  # a port in use or a bad host: one line before the model loads
     Tagger.load(model, "cpu", "torch" if engine == "auto" or device.type != "cpu" else engine)
-    os.environ.update({ENV_MODEL: os.path.abspath(model), ENV_MAX_BATCH: str(max_batch), ENV_ENGINE: engine,
-                       ENV_DEVICE: str(device),
-                       ENV_MAX_WAIT_MS: repr(max_wait_ms), ENV_LIMITS: limits.to_env(),
-                       ENV_THREADS: str(max(1, threads // workers))})
+    os.environ.update(
+        {
+            ENV_MODEL: os.path.abspath(model),
+            ENV_MAX_BATCH: str(max_batch),
+            ENV_ENGINE: engine,
+            ENV_DEVICE: str(device),
+            ENV_MAX_WAIT_MS: repr(max_wait_ms),
+            ENV_LIMITS: limits.to_env(),
+            ENV_THREADS: str(max(1, threads // workers)),
+        }
+    )
     supervise(workers, host, port, access_log, watchdog)

@@ -66,6 +66,7 @@ WORKER_START_TIMEOUT_RANGE = (0, 86400)
 class Watchdog:
     """When the parent judges a worker hung: ``timeout_s`` without a heartbeat once it beats, ``start_timeout_s``
     from its start to its first beat; 0 turns either off."""
+
     timeout_s: float = WORKER_TIMEOUT_S
     start_timeout_s: float = WORKER_START_TIMEOUT_S
 
@@ -87,27 +88,37 @@ def bound_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
 def _worker_app(counter: Counter, interval_s: float) -> Heartbeat:
     """The app of one worker: :func:`seqlab.serving.app.app_from_env`'s, with a heartbeat on the event loop."""
     from seqlab.serving.app import app_from_env
+
     return Heartbeat(app_from_env(), counter, interval_s)
 
 
-def _worker(host: str, port: int, access_log: bool, shared: socket.socket | None, counter: Counter,
-            interval_s: float) -> None:
+def _worker(
+    host: str, port: int, access_log: bool, shared: socket.socket | None, counter: Counter, interval_s: float
+) -> None:
     """One worker (a spawned process): a uvicorn server on its own SO_REUSEPORT socket, or on ``shared``,
     counting its heartbeats in ``counter``."""
     import uvicorn
+
     if shared is None:
         sock = bound_socket(host, port, reuse_port=True)
         sock.listen(2048)  # uvicorn's default backlog
     else:
         sock = shared
-    config = uvicorn.Config(partial(_worker_app, counter, interval_s), factory=True, host=host, port=port,
-                            log_level="info", access_log=access_log)
+    config = uvicorn.Config(
+        partial(_worker_app, counter, interval_s),
+        factory=True,
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=access_log,
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 
 @dataclass
 class _Slot:
     """One of the N workers' places: its process (None while a replacement waits out its back-off)."""
+
     process: multiprocessing.Process | None = None
     pulse: Pulse | None = None
     started_at: float = 0.0
@@ -127,12 +138,14 @@ class _Slot:
         return None
 
 
-def supervise(workers: int, host: str, port: int, access_log: bool = True, watchdog: Watchdog = Watchdog(),
-              poll_s: float = 0.2) -> None:
+def supervise(
+    workers: int, host: str, port: int, access_log: bool = True, watchdog: Watchdog = Watchdog(), poll_s: float = 0.2
+) -> None:
     """Run ``workers`` worker processes on (host, port) until SIGTERM or SIGINT, then stop them gracefully.
     A worker the ``watchdog`` judges hung is killed and replaced. Raises SeqlabError if the port cannot be
     had or a worker fails to start."""
     from uvicorn.config import STARTUP_FAILURE  # what app_from_env exits with when it cannot build the app
+
     reserve = bound_socket(host, port, REUSE_PORT)
     shared = None
     if not REUSE_PORT:
@@ -143,8 +156,9 @@ def supervise(workers: int, host: str, port: int, access_log: bool = True, watch
 
     def start(slot: _Slot) -> None:
         counter = spawn.RawValue("Q", 0)  # a fresh count for each process: see seqlab.serving.heartbeat
-        slot.process = spawn.Process(target=_worker, args=(host, port, access_log, shared, counter, interval_s),
-                                     name="seqlab-serve-worker")
+        slot.process = spawn.Process(
+            target=_worker, args=(host, port, access_log, shared, counter, interval_s), name="seqlab-serve-worker"
+        )
         slot.process.start()
         slot.pulse, slot.started_at = Pulse(counter), time.monotonic()
 

@@ -41,8 +41,11 @@ def as_sentences(inputs, data_config) -> list[Sentence]:
     return out
 
 
-def encode(featurizers: Mapping[str, Featurizer], sentences: Sequence[Sentence],
-           tag_ids: Callable[[Sentence], np.ndarray] | None = None) -> list[Encoded]:
+def encode(
+    featurizers: Mapping[str, Featurizer],
+    sentences: Sequence[Sentence],
+    tag_ids: Callable[[Sentence], np.ndarray] | None = None,
+) -> list[Encoded]:
     """Each sentence through every featurizer (and its gold tags to ids by ``tag_ids``, when given)."""
     out = []
     feats = list(featurizers.items())

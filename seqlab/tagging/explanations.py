@@ -31,7 +31,12 @@ def explain(published: dict[str, torch.Tensor], row: int, n: int, num_layers: in
         if attention.dim() == 4:  # (batch, heads, n, n)
             heads = attention[row, :, :n, :n]
             attention = attention.mean(1)
-        out.append(LayerExplanation(i, attention[row, :n, :n].tolist(),
-                                    None if gate is None else gate[row, :n].mean(-1).tolist(),
-                                    None if heads is None else heads.tolist()))
+        out.append(
+            LayerExplanation(
+                i,
+                attention[row, :n, :n].tolist(),
+                None if gate is None else gate[row, :n].mean(-1).tolist(),
+                None if heads is None else heads.tolist(),
+            )
+        )
     return out

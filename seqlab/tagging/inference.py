@@ -28,15 +28,25 @@ log = logging.getLogger("seqlab")
 
 
 @torch.inference_mode()
-def run(tagger, sentences: Sequence[Sentence], batch_size: int | None = None, nbest: int = 0,
-        explain: bool = False, ablate: Collection[str] = (), confidence: bool = False) -> list[Row]:
+def run(
+    tagger,
+    sentences: Sequence[Sentence],
+    batch_size: int | None = None,
+    nbest: int = 0,
+    explain: bool = False,
+    ablate: Collection[str] = (),
+    confidence: bool = False,
+) -> list[Row]:
     """The :class:`Row` of each of ``sentences`` (``tagger``: a :class:`seqlab.tagger.Tagger`)."""
     if tagger.net.training:  # eval() walks every module: ~0.5 ms, a tenth of a batch-1 call
         tagger.net.eval()
     rows = [Row(nbest=[] if nbest else None) for _ in sentences]
     nonempty = [i for i, s in enumerate(sentences) if s.tokens]
-    groups = size_groups([len(sentences[i].tokens) for i in nonempty],
-                         batch_size or tagger.config.train.eval_batch_size, pad_overhead=tagger.pad_overhead)
+    groups = size_groups(
+        [len(sentences[i].tokens) for i in nonempty],
+        batch_size or tagger.config.train.eval_batch_size,
+        pad_overhead=tagger.pad_overhead,
+    )
     if tagger.engine is not None and not tagger.engine.current():
         log.info("the weights changed since the network was exported to onnxruntime: exporting it again")
         tagger.set_engine(tagger.engine_name)
@@ -65,8 +75,11 @@ def run(tagger, sentences: Sequence[Sentence], batch_size: int | None = None, nb
     # batches that run eagerly on more than one thread go several at a time (one thread each), within the budget
     together: list[list[int]] = []
     for group in groups:
-        if len(group) > SMALL_BATCH and (engine is None or not engine.takes(len(group), ablate)) \
-                and budget.side_by_side(len(group), padded(group, tokens, lengths)):
+        if (
+            len(group) > SMALL_BATCH
+            and (engine is None or not engine.takes(len(group), ablate))
+            and budget.side_by_side(len(group), padded(group, tokens, lengths))
+        ):
             together.append(group)
         else:
             tag(group)
@@ -104,8 +117,9 @@ def row_lengths(tagger, sentences: Sequence[Sentence], nonempty: list[int], budg
     return lengths
 
 
-def tag_batch(tagger, batch: Batch, targets: list[Row], nbest: int, explain: bool, ablate: Collection[str],
-              confidence: bool) -> None:
+def tag_batch(
+    tagger, batch: Batch, targets: list[Row], nbest: int, explain: bool, ablate: Collection[str], confidence: bool
+) -> None:
     """One forward pass over ``batch``, whose row ``j`` is sentence ``batch.index[j]`` of ``targets``: those
     rows get their tags, n-best paths, explanations and confidences."""
     batch = batch.to(tagger.device)
@@ -121,8 +135,14 @@ def tag_batch(tagger, batch: Batch, targets: list[Row], nbest: int, explain: boo
     lengths = batch.lengths.tolist()
     conf = None
     if confidence:
-        conf = decoded_confidence(tagger.net.decoder, tagger.tags.itos, tagger.train_scheme, batch, out,
-                                  [b[:n] for b, n in zip(best, lengths)])
+        conf = decoded_confidence(
+            tagger.net.decoder,
+            tagger.tags.itos,
+            tagger.train_scheme,
+            batch,
+            out,
+            [b[:n] for b, n in zip(best, lengths)],
+        )
     for row, j in enumerate(batch.index):
         r = targets[j]
         r.tags = best[row][: lengths[row]]

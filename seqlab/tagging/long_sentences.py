@@ -16,9 +16,16 @@ from seqlab.tagging.results import Row
 log = logging.getLogger("seqlab")
 
 
-def run_capped(tagger, sentences: Sequence[Sentence], max_length: int | None, batch_size: int | None = None,
-               nbest: int = 0, explain: bool = False, ablate: Collection[str] = (),
-               confidence: bool = False) -> list[Row]:
+def run_capped(
+    tagger,
+    sentences: Sequence[Sentence],
+    max_length: int | None,
+    batch_size: int | None = None,
+    nbest: int = 0,
+    explain: bool = False,
+    ablate: Collection[str] = (),
+    confidence: bool = False,
+) -> list[Row]:
     """:func:`seqlab.tagging.inference.run` on whole sentences, or on pieces of at most ``max_length`` tokens (by
     default ``tagger.max_length``) whose tags are joined back (a split sentence's row has ``split_at`` set, and no
     n-best list or explanation: those do not join)."""
@@ -41,8 +48,14 @@ def run_capped(tagger, sentences: Sequence[Sentence], max_length: int | None, ba
         if not c:
             rows.append(next(piece_rows))
             continue
-        log.warning("%s:%d: sentence of %d tokens split at %s for tagging (max length %d)",
-                    s.source, s.line, len(s.tokens), ", ".join(map(str, c)), max_length)
+        log.warning(
+            "%s:%d: sentence of %d tokens split at %s for tagging (max length %d)",
+            s.source,
+            s.line,
+            len(s.tokens),
+            ", ".join(map(str, c)),
+            max_length,
+        )
         joined = Row(split_at=c)
         for offset in [0, *c]:
             piece = next(piece_rows)
@@ -50,7 +63,9 @@ def run_capped(tagger, sentences: Sequence[Sentence], max_length: int | None, ba
             joined.confidence_kind = piece.confidence_kind
             if piece.token_conf is not None:
                 joined.token_conf = (joined.token_conf or []) + piece.token_conf
-                joined.span_conf = {**(joined.span_conf or {}),
-                                    **{(a + offset, b + offset): p for (a, b), p in piece.span_conf.items()}}
+                joined.span_conf = {
+                    **(joined.span_conf or {}),
+                    **{(a + offset, b + offset): p for (a, b), p in piece.span_conf.items()},
+                }
         rows.append(joined)
     return rows

@@ -45,12 +45,24 @@ MAX_PARAMETER_BYTES = 4 << 30
 #: Most bytes of a safetensors header per tensor, besides a fixed allowance for its metadata.
 HEADER_BYTES_PER_TENSOR, HEADER_BYTES = 1024, 1 << 20
 #: Most bytes of each file of a model (an archive's entries: their declared uncompressed size).
-MAX_BYTES = {"config.json": 16 << 20, "vocab.json": 256 << 20,
-             WEIGHTS: 8 + HEADER_BYTES + 64 * HEADER_BYTES_PER_TENSOR + MAX_PARAMETER_BYTES}
+MAX_BYTES = {
+    "config.json": 16 << 20,
+    "vocab.json": 256 << 20,
+    WEIGHTS: 8 + HEADER_BYTES + 64 * HEADER_BYTES_PER_TENSOR + MAX_PARAMETER_BYTES,
+}
 #: safetensors dtype names -> torch dtypes
-DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-          "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
-          "BOOL": torch.bool}
+DTYPES = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
 
 Shapes = Mapping[str, tuple[tuple[int, ...], torch.dtype]]  # state dict entry -> (shape, dtype)
 
@@ -109,8 +121,10 @@ class ModelSource(Mapping):
         size, limit = self.size(name), self.limits[name]
         if size > limit:
             declared = " (declared in the archive)" if self.archive else ""
-            raise SeqlabError(f"{name} is {size:,} bytes{declared}, over the {limit:,} bytes this model may have in "
-                              f"it", path=self.path)
+            raise SeqlabError(
+                f"{name} is {size:,} bytes{declared}, over the {limit:,} bytes this model may have in it",
+                path=self.path,
+            )
         data = self.head(name, size + 1)  # an archive gives at most the declared size; a file may have grown
         if len(data) > size:
             raise SeqlabError(f"{name} changed while it was read", path=self.path)
@@ -159,8 +173,11 @@ def parse_model_files(files: Mapping[str, bytes], path: Path, with_weights: bool
     vocab = _json(files, "vocab.json", path)
     version = meta.get("format_version")
     if version not in SUPPORTED_VERSIONS:
-        raise SeqlabError(f"config.json: model format {version!r}; this seqlab reads formats "
-                          f"{', '.join(map(str, SUPPORTED_VERSIONS))}", path=path)
+        raise SeqlabError(
+            f"config.json: model format {version!r}; this seqlab reads formats "
+            f"{', '.join(map(str, SUPPORTED_VERSIONS))}",
+            path=path,
+        )
     if not isinstance(meta.get("config"), dict):
         raise SeqlabError("config.json: 'config' must be an object", path=path)
     if version == 1:
@@ -170,13 +187,19 @@ def parse_model_files(files: Mapping[str, bytes], path: Path, with_weights: bool
         raise SeqlabError(f"config.json: 'scheme' must be IOB1, BIO, BIOES, BMES or none, got {scheme!r}", path=path)
     config = config_from_dict(meta["config"], f"{path}/config.json")
     tags = vocab.get("tags")
-    if not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags) \
-            or len(set(tags)) != len(tags):
+    if (
+        not isinstance(tags, list)
+        or not tags
+        or not all(isinstance(t, str) for t in tags)
+        or len(set(tags)) != len(tags)
+    ):
         raise SeqlabError("vocab.json: 'tags' must be a list of distinct strings", path=path)
     bad = next((t for t in tags if split_tag(t) is None), None) if scheme != "none" else None
     if bad is not None:
-        raise SeqlabError(f"vocab.json: tag {bad!r} is not a tag of a chunk scheme (O, or a B-, I-, M-, E-, S- "
-                          f"prefix and a type)", path=path)
+        raise SeqlabError(
+            f"vocab.json: tag {bad!r} is not a tag of a chunk scheme (O, or a B-, I-, M-, E-, S- prefix and a type)",
+            path=path,
+        )
     features = vocab.get("features")
     if not isinstance(features, dict):
         raise SeqlabError("vocab.json: 'features' must be an object", path=path)
@@ -184,8 +207,9 @@ def parse_model_files(files: Mapping[str, bytes], path: Path, with_weights: bool
     return ModelFiles(config, scheme, features, tags, weights, version)
 
 
-def read_weights(files: Mapping[str, bytes], path: Path, shapes: Shapes | None = None,
-                 version: int = FORMAT_VERSION) -> dict[str, torch.Tensor]:
+def read_weights(
+    files: Mapping[str, bytes], path: Path, shapes: Shapes | None = None, version: int = FORMAT_VERSION
+) -> dict[str, torch.Tensor]:
     """The tensors of ``model.safetensors`` (format 1's under their current names), each finite. With
     ``shapes`` (what the config's network holds), the file is checked against them first
     (:func:`check_weights`), and nothing larger than they need is read."""
@@ -211,8 +235,11 @@ def check_parameters(shapes: Shapes, path: Path) -> int:
     total = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes.values())
     if total > MAX_PARAMETER_BYTES:
         name, (shape, _) = max(shapes.items(), key=lambda kv: math.prod(kv[1][0]))
-        raise SeqlabError(f"config.json: the network it describes has {total:,} bytes of parameters (the largest: "
-                          f"'{name}' {list(shape)}), over the {MAX_PARAMETER_BYTES:,} a model may have", path=path)
+        raise SeqlabError(
+            f"config.json: the network it describes has {total:,} bytes of parameters (the largest: "
+            f"'{name}' {list(shape)}), over the {MAX_PARAMETER_BYTES:,} a model may have",
+            path=path,
+        )
     return total
 
 
@@ -224,13 +251,18 @@ def check_weights(files: ModelSource, path: Path, shapes: Shapes, rename=None) -
     header_limit = HEADER_BYTES + HEADER_BYTES_PER_TENSOR * len(shapes)
     size = files.size(WEIGHTS)
     if size > 8 + header_limit + data_bytes:
-        raise SeqlabError(f"model.safetensors is {size:,} bytes, but the network in config.json has "
-                          f"{data_bytes:,} bytes of weights", path=path)
+        raise SeqlabError(
+            f"model.safetensors is {size:,} bytes, but the network in config.json has {data_bytes:,} bytes of weights",
+            path=path,
+        )
     head = files.head(WEIGHTS, 8)
     length = struct.unpack("<Q", head)[0] if len(head) == 8 else None
     if length is None or length > header_limit or 8 + length > size:
-        raise SeqlabError(f"model.safetensors: corrupt weights: a header of {length} bytes in a file of {size:,} "
-                          f"bytes (at most {header_limit:,} for {len(shapes)} tensors)", path=path)
+        raise SeqlabError(
+            f"model.safetensors: corrupt weights: a header of {length} bytes in a file of {size:,} "
+            f"bytes (at most {header_limit:,} for {len(shapes)} tensors)",
+            path=path,
+        )
     try:
         header = jsonload.loads(files.head(WEIGHTS, 8 + length)[8:])
     except (ValueError, UnicodeDecodeError) as err:
@@ -241,47 +273,64 @@ def check_weights(files: ModelSource, path: Path, shapes: Shapes, rename=None) -
     entries = {(rename or str)(name): entry for name, entry in header.items()}
     missing, unexpected = sorted(set(shapes) - set(entries)), sorted(set(entries) - set(shapes))
     if missing or unexpected:
-        raise SeqlabError(f"model.safetensors does not fit the config: {len(missing)} tensors missing "
-                          f"{missing[:3]}, {len(unexpected)} unexpected {unexpected[:3]}", path=path)
+        raise SeqlabError(
+            f"model.safetensors does not fit the config: {len(missing)} tensors missing "
+            f"{missing[:3]}, {len(unexpected)} unexpected {unexpected[:3]}",
+            path=path,
+        )
     spans = [_check_entry(name, entries[name], *shapes[name], path) for name in shapes]
     end = 0
     for begin, stop in sorted(spans):
         if begin != end:
-            raise SeqlabError(f"model.safetensors: corrupt weights: tensor data overlaps or has a gap at byte "
-                              f"{begin:,}", path=path)
+            raise SeqlabError(
+                f"model.safetensors: corrupt weights: tensor data overlaps or has a gap at byte {begin:,}", path=path
+            )
         end = stop
     if size != 8 + length + end:
-        raise SeqlabError(f"model.safetensors is {size:,} bytes; its header describes {8 + length + end:,}",
-                          path=path)
+        raise SeqlabError(f"model.safetensors is {size:,} bytes; its header describes {8 + length + end:,}", path=path)
     return size
 
 
 def _check_entry(name: str, entry: Any, shape: tuple[int, ...], dtype: torch.dtype, path: Path) -> tuple[int, int]:
     """One tensor of a safetensors header against the network's: its (begin, end) offsets in the data."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("shape"), list) \
-            or not isinstance(entry.get("data_offsets"), list) or len(entry["data_offsets"]) != 2 \
-            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
-                       for x in entry["shape"] + entry["data_offsets"]):
-        raise SeqlabError(f"model.safetensors: corrupt weights: tensor '{name}' has no valid dtype, shape and "
-                          f"data_offsets", path=path)
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("shape"), list)
+        or not isinstance(entry.get("data_offsets"), list)
+        or len(entry["data_offsets"]) != 2
+        or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in entry["shape"] + entry["data_offsets"]
+        )
+    ):
+        raise SeqlabError(
+            f"model.safetensors: corrupt weights: tensor '{name}' has no valid dtype, shape and data_offsets", path=path
+        )
     found = DTYPES.get(entry.get("dtype"))
     if found is None:
         raise SeqlabError(f"model.safetensors: tensor '{name}' has dtype {entry.get('dtype')!r}", path=path)
     if found != dtype:
         raise SeqlabError(f"model.safetensors: tensor '{name}' is {found}, the model needs {dtype}", path=path)
     if tuple(entry["shape"]) != tuple(shape):
-        raise SeqlabError(f"model.safetensors does not fit the config: tensor '{name}' has shape {entry['shape']}, "
-                          f"the network needs {list(shape)}", path=path)
+        raise SeqlabError(
+            f"model.safetensors does not fit the config: tensor '{name}' has shape {entry['shape']}, "
+            f"the network needs {list(shape)}",
+            path=path,
+        )
     begin, end = entry["data_offsets"]
     if end - begin != math.prod(shape) * dtype.itemsize:
-        raise SeqlabError(f"model.safetensors: corrupt weights: tensor '{name}' has {end - begin:,} bytes of data "
-                          f"for its shape {list(shape)}", path=path)
+        raise SeqlabError(
+            f"model.safetensors: corrupt weights: tensor '{name}' has {end - begin:,} bytes of data "
+            f"for its shape {list(shape)}",
+            path=path,
+        )
     return begin, end
 
 
 # weight names of format 1 that moved when inputs became featurizers
-_V1_RENAMES = {"embedder.word.weight": "embedder.word.embed.weight",
-               "embedder.casing.weight": "embedder.casing.embed.weight"}
+_V1_RENAMES = {
+    "embedder.word.weight": "embedder.word.embed.weight",
+    "embedder.casing.weight": "embedder.casing.embed.weight",
+}
 
 
 def migrate_v1(meta: dict, vocab: dict, weights: dict[str, torch.Tensor]) -> tuple[dict, dict, dict]:
@@ -308,7 +357,7 @@ def migrate_v1(meta: dict, vocab: dict, weights: dict[str, torch.Tensor]) -> tup
 def _v1_name(name: str) -> str:
     """A format-1 weight's name in the current format."""
     if name.startswith("embedder.char."):  # CharCNN / CharLSTM moved under CharFeatures.encoder
-        name = "embedder.char.encoder." + name[len("embedder.char."):]
+        name = "embedder.char.encoder." + name[len("embedder.char.") :]
         name = name.replace(".encoder.embed.", ".encoder.chars.embed.")  # inside CharEmbedding
         name = name.replace(".encoder.window.", ".encoder.windows.0.")  # one width of a CNN
     return _V1_RENAMES.get(name, name)

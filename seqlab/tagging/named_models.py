@@ -38,8 +38,18 @@ log = logging.getLogger("seqlab")
 ENV = "SEQLAB_MODELS"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MODEL_FILES = ("config.json", "vocab.json", "model.safetensors")
-CARD_KEYS = ("name", "language", "task", "description", "data", "recipe", "scores", "speed", "size_bytes",
-             "weights_dtype")
+CARD_KEYS = (
+    "name",
+    "language",
+    "task",
+    "description",
+    "data",
+    "recipe",
+    "scores",
+    "speed",
+    "size_bytes",
+    "weights_dtype",
+)
 
 
 def repository_models() -> Path:
@@ -123,6 +133,7 @@ def resolve_model(model: str | os.PathLike) -> Path:
     if named is not None:
         return named
     from seqlab.io.files import recover_dir
+
     note = recover_dir(path)
     if note:
         log.warning(note)
@@ -156,19 +167,37 @@ def _size(n: int) -> str:
 def listing(models: list[NamedModel]) -> str:
     """``seqlab models``: one line per named model."""
     if not models:
-        return (f"no named models (looked in {', '.join(str(p) for p in search_path())}; set ${ENV} to a folder "
-                f"of model folders)\n")
+        return (
+            f"no named models (looked in {', '.join(str(p) for p in search_path())}; set ${ENV} to a folder "
+            f"of model folders)\n"
+        )
     rows = [("NAME", "LANGUAGE", "TASK", "TEST", "SIZE", "FOLDER")]
     for m in models:
-        rows.append((m.name, str(m.card.get("language", "-")), str(m.card.get("task", "-")),
-                     m.card_error or _score(m.card), _size(m.size_bytes), str(m.path)))
+        rows.append(
+            (
+                m.name,
+                str(m.card.get("language", "-")),
+                str(m.card.get("task", "-")),
+                m.card_error or _score(m.card),
+                _size(m.size_bytes),
+                str(m.path),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] + "\n" for r in rows)
 
 
 def as_json(models: list[NamedModel]) -> list[dict]:
-    return [{"name": m.name, "path": str(m.path), "size_bytes": m.size_bytes, "card": m.card,
-             **({"card_error": m.card_error} if m.card_error else {})} for m in models]
+    return [
+        {
+            "name": m.name,
+            "path": str(m.path),
+            "size_bytes": m.size_bytes,
+            "card": m.card,
+            **({"card_error": m.card_error} if m.card_error else {}),
+        }
+        for m in models
+    ]
 
 
 __all__ = ["ENV", "available", "find", "listing", "read_card", "repository_models", "resolve_model", "search_path"]

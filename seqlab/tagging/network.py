@@ -39,8 +39,7 @@ class TaggerNet(nn.Module):
 
     def __init__(self, config: ModelConfig, featurizers: Mapping[str, Featurizer], tags: TagSet):
         super().__init__()
-        self.embedder = Embedder({name: f.module() for name, f in featurizers.items()},
-                                 config.embedder.dropout)
+        self.embedder = Embedder({name: f.module() for name, f in featurizers.items()}, config.embedder.dropout)
         layers, dim, published = [], self.embedder.output_dim, config.embedder.published_sizes()
         for layer_config in config.encoders:
             layer = layer_config.build_in(dim, published)

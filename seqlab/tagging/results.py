@@ -75,16 +75,27 @@ class Row:
     confidence_kind: str | None = None
 
 
-def prediction(sentence: Sentence, row: Row, tags: list[str], scheme: str, joiner: str,
-               to_labels: Callable[[list[int]], list[str]]) -> Prediction:
+def prediction(
+    sentence: Sentence, row: Row, tags: list[str], scheme: str, joiner: str, to_labels: Callable[[list[int]], list[str]]
+) -> Prediction:
     """The :class:`Prediction` of ``sentence`` from its row and its ``tags`` (the input's scheme): spans of
     ``scheme`` with their text (the characters of a raw string, else the tokens joined by ``joiner``) and
     confidences, and the n-best paths as labels (``to_labels``)."""
     s, r = sentence, row
     at, text = s.extra.get("offsets"), s.extra.get("text")  # raw text: a span is its characters
-    spans = [] if scheme == "none" else [
-        Span(typ, a, b, text[at[a][0]:at[b - 1][1]] if at else joiner.join(s.tokens[a:b]),
-             None if r.span_conf is None else r.span_conf.get((a, b)))
-        for typ, a, b in get_spans(tags, scheme)]
+    spans = (
+        []
+        if scheme == "none"
+        else [
+            Span(
+                typ,
+                a,
+                b,
+                text[at[a][0] : at[b - 1][1]] if at else joiner.join(s.tokens[a:b]),
+                None if r.span_conf is None else r.span_conf.get((a, b)),
+            )
+            for typ, a, b in get_spans(tags, scheme)
+        ]
+    )
     paths = None if r.nbest is None else [ScoredTags(to_labels(p.tags), p.score) for p in r.nbest]
     return Prediction(s.tokens, tags, spans, paths, r.explanation, r.split_at, r.token_conf, r.confidence_kind)

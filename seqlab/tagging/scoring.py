@@ -20,12 +20,18 @@ log = logging.getLogger("seqlab")
 def unseen_labels(tagger, sentences: Sequence[Sentence]) -> Counter:
     """Gold labels (in the input scheme) that the model cannot predict, with their counts."""
     known = tagger.tags.stoi
-    return Counter(s.labels[k] for s in sentences for k, t in enumerate(tagger.to_train_scheme(s.labels))
-                   if t not in known)
+    return Counter(
+        s.labels[k] for s in sentences for k, t in enumerate(tagger.to_train_scheme(s.labels)) if t not in known
+    )
 
 
-def evaluate(tagger, sentences: Sequence[Sentence], batch_size: int | None = None,
-             unseen: Literal["warn", "error", "score"] = "warn", ablate: Collection[str] = ()) -> Evaluation:
+def evaluate(
+    tagger,
+    sentences: Sequence[Sentence],
+    batch_size: int | None = None,
+    unseen: Literal["warn", "error", "score"] = "warn",
+    ablate: Collection[str] = (),
+) -> Evaluation:
     """:meth:`seqlab.tagger.Tagger.evaluate`: the scores of ``tagger``'s predictions on ``sentences``."""
     if not sentences:
         raise SeqlabError("no sentences to evaluate")

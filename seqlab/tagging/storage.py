@@ -30,12 +30,18 @@ log = logging.getLogger("seqlab")
 def model_files(tagger) -> dict[str, bytes]:
     """The files of ``tagger``'s model folder, by name: what :func:`save` writes and checkpoints hold."""
     state = {k: v.detach().contiguous().cpu() for k, v in tagger.net.state_dict().items()}
-    meta = {"seqlab_version": __version__, "format_version": FORMAT_VERSION, "scheme": tagger.scheme,
-            "config": tagger.config.model_dump(mode="json")}
+    meta = {
+        "seqlab_version": __version__,
+        "format_version": FORMAT_VERSION,
+        "scheme": tagger.scheme,
+        "config": tagger.config.model_dump(mode="json"),
+    }
     vocab = {"features": {name: f.state() for name, f in tagger.featurizers.items()}, "tags": tagger.tags.itos}
-    return {"config.json": json.dumps(meta, indent=2).encode(),
-            "vocab.json": json.dumps(vocab, ensure_ascii=False).encode(),
-            "model.safetensors": st_save(state)}
+    return {
+        "config.json": json.dumps(meta, indent=2).encode(),
+        "vocab.json": json.dumps(vocab, ensure_ascii=False).encode(),
+        "model.safetensors": st_save(state),
+    }
 
 
 def check_save_target(path: str | Path) -> None:
@@ -66,6 +72,7 @@ def save(tagger, path: str | Path) -> None:
     def fill(tmp: Path) -> None:
         for name, data in files.items():
             (tmp / name).write_bytes(data)
+
     atomic_write_dir(path, fill, NAMES)
 
 
@@ -89,19 +96,24 @@ def load(path: str | Path) -> tuple[ExperimentConfig, dict[str, Featurizer], Voc
 
     def build() -> TaggerNet:
         return TaggerNet(m.config.model, featurizers, tag_set)
+
     # the config's parameter bytes, then the weights file against the shapes, before a tensor is made or read
     m.weights = read_weights(files, path, parameter_shapes(build), m.format_version)
     net = build()
     expected = net.state_dict()
     for name, tensor in m.weights.items():
         if name in expected and tensor.dtype != expected[name].dtype:
-            raise SeqlabError(f"model.safetensors: tensor '{name}' is {tensor.dtype}, the model needs "
-                              f"{expected[name].dtype}", path=path)
+            raise SeqlabError(
+                f"model.safetensors: tensor '{name}' is {tensor.dtype}, the model needs {expected[name].dtype}",
+                path=path,
+            )
     try:
         net.load_state_dict(m.weights, strict=True)
     except RuntimeError as err:
-        raise SeqlabError(f"model.safetensors does not fit the config: {str(err).splitlines()[0]} "
-                          f"{' '.join(str(err).split())[:300]}", path=path) from None
+        raise SeqlabError(
+            f"model.safetensors does not fit the config: {str(err).splitlines()[0]} {' '.join(str(err).split())[:300]}",
+            path=path,
+        ) from None
     net.eval()
     return m.config, featurizers, tags, m.scheme, net
 

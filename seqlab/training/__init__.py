@@ -24,6 +24,20 @@ from seqlab.training.step import (
     train_step,
 )
 
-__all__ = ["FUSED_SGD", "ROW_TABLES", "Segment", "TrainResult", "clear_grads", "clip_and_step", "evaluate",
-           "learning_rate", "make_optimizer", "scores_dict", "seed_everything", "train", "train_rank", "train_seeds",
-           "train_step"]
+__all__ = [
+    "FUSED_SGD",
+    "ROW_TABLES",
+    "Segment",
+    "TrainResult",
+    "clear_grads",
+    "clip_and_step",
+    "evaluate",
+    "learning_rate",
+    "make_optimizer",
+    "scores_dict",
+    "seed_everything",
+    "train",
+    "train_rank",
+    "train_seeds",
+    "train_step",
+]

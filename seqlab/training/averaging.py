@@ -56,5 +56,7 @@ class WeightAverage:
         try:
             self.averaged.load_state_dict(tensors, strict=True)
         except RuntimeError as err:
-            raise SeqlabError(f"checkpoint: trainer.safetensors: the weight average does not fit the model: "
-                              f"{' '.join(str(err).split())[:300]}") from None
+            raise SeqlabError(
+                f"checkpoint: trainer.safetensors: the weight average does not fit the model: "
+                f"{' '.join(str(err).split())[:300]}"
+            ) from None

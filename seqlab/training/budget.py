@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+
 class RunClock:
     """Wall-clock seconds a run has spent: ``before`` (earlier sessions, from the checkpoint) plus this one's."""
 
@@ -110,5 +111,6 @@ class Plan:
     def remember(self, measured: dict | None) -> None:
         """Take the costs of :meth:`measured` back (nothing for checkpoints without them)."""
         if measured:
-            self.costs = Costs(step=float(measured["step"]), dev=measured["dev"],
-                               steps_seen=1 if measured["step"] else 0)
+            self.costs = Costs(
+                step=float(measured["step"]), dev=measured["dev"], steps_seen=1 if measured["step"] else 0
+            )

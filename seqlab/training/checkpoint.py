@@ -46,8 +46,13 @@ def optimizer_from_files(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
     return {"state": state, "param_groups": meta["param_groups"]}
 
 
-def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, trainer_state: dict,
-                    extra: dict[str, torch.Tensor] | None = None) -> None:
+def save_checkpoint(
+    path: Path,
+    tagger,
+    optimizer: torch.optim.Optimizer,
+    trainer_state: dict,
+    extra: dict[str, torch.Tensor] | None = None,
+) -> None:
     """``extra``: more named tensors the trainer needs back (the weight average)."""
     tensors, opt_meta = optimizer_to_files(optimizer)
     tensors = {f"optimizer.{k}": v for k, v in tensors.items()}
@@ -62,6 +67,7 @@ def save_checkpoint(path: Path, tagger, optimizer: torch.optim.Optimizer, traine
         save_file(tensors, str(tmp / "trainer.safetensors"))
         meta = {"trainer": trainer_state, "optimizer": opt_meta, "optimizer_type": type(optimizer).__name__}
         (tmp / "trainer.json").write_text(json.dumps(meta, indent=1))
+
     atomic_write_dir(path, fill)
 
 
@@ -85,8 +91,10 @@ class Checkpoint:
             try:
                 torch.cuda.set_rng_state(self.rng_cuda, device)
             except RuntimeError as err:
-                raise SeqlabError(f"trainer.safetensors: 'rng.cuda' is not this GPU's RNG state: "
-                                  f"{str(err).splitlines()[0]}", path=self.path) from None
+                raise SeqlabError(
+                    f"trainer.safetensors: 'rng.cuda' is not this GPU's RNG state: {str(err).splitlines()[0]}",
+                    path=self.path,
+                ) from None
 
 
 #: The size of the CPU generator's state (a Mersenne Twister's, 5056 bytes in PyTorch 2).
@@ -103,13 +111,16 @@ def _rng_state(tensors: dict[str, torch.Tensor], key: str, path: Path, cpu: bool
         raise SeqlabError(f"trainer.safetensors: '{key}' is not an RNG state (a byte vector)", path=path)
     if cpu:
         if state.numel() != CPU_RNG_BYTES:
-            raise SeqlabError(f"trainer.safetensors: '{key}' has {state.numel()} bytes, a CPU RNG state has "
-                              f"{CPU_RNG_BYTES}", path=path)
+            raise SeqlabError(
+                f"trainer.safetensors: '{key}' has {state.numel()} bytes, a CPU RNG state has {CPU_RNG_BYTES}",
+                path=path,
+            )
         try:
             torch.Generator().set_state(state)  # a scratch generator: the global one is set by restore_rng
         except RuntimeError as err:
-            raise SeqlabError(f"trainer.safetensors: '{key}' is not a valid CPU RNG state: "
-                              f"{str(err).splitlines()[0]}", path=path) from None
+            raise SeqlabError(
+                f"trainer.safetensors: '{key}' is not a valid CPU RNG state: {str(err).splitlines()[0]}", path=path
+            ) from None
     return state
 
 
@@ -133,8 +144,11 @@ def _nonnegative(value: object) -> bool:
 
 def _costs(value: object) -> bool:
     """seqlab.training.budget.Plan.measured(): {step: seconds, dev: seconds or null}, or null."""
-    return value is None or (isinstance(value, dict) and _nonnegative(value.get("step"))
-                             and (value.get("dev") is None or _nonnegative(value.get("dev"))))
+    return value is None or (
+        isinstance(value, dict)
+        and _nonnegative(value.get("step"))
+        and (value.get("dev") is None or _nonnegative(value.get("dev")))
+    )
 
 
 #: The trainer state's keys: (required, check, what a valid value is). ``steps``, ``step_in_epoch``,
@@ -144,8 +158,11 @@ TRAINER_KEYS: dict[str, tuple[bool, object, str]] = {
     "best_epoch": (True, _nonnegative, "a number >= 0 (an epoch, fractional for a mid-epoch scoring)"),
     "bad_epochs": (True, _count, "an integer >= 0"),
     "best": (True, lambda v: _is_number(v) and not math.isnan(v) and v != math.inf, "a score, or -Infinity"),
-    "history": (True, lambda v: isinstance(v, list) and all(isinstance(h, dict) for h in v),
-                "a list of log records (objects)"),
+    "history": (
+        True,
+        lambda v: isinstance(v, list) and all(isinstance(h, dict) for h in v),
+        "a list of log records (objects)",
+    ),
     "steps": (False, lambda v: v is None or _count(v), "an integer >= 0"),
     "step_in_epoch": (False, _count, "an integer >= 0"),
     "elapsed": (False, _nonnegative, "seconds: a finite number >= 0"),
@@ -187,8 +204,11 @@ def _check_optimizer_meta(opt: dict, path: Path) -> set[int]:
     returns the parameter ids."""
     ids: list[int] = []
     for g, group in enumerate(opt["param_groups"]):
-        if not isinstance(group, dict) or not isinstance(group.get("params"), list) \
-                or not all(_count(i) for i in group["params"]):
+        if (
+            not isinstance(group, dict)
+            or not isinstance(group.get("params"), list)
+            or not all(_count(i) for i in group["params"])
+        ):
             raise SeqlabError(f"trainer.json: optimizer.param_groups[{g}] has no list of parameter ids", path=path)
         bad = next((k for k, v in group.items() if not _finite_numbers(v)), None)
         if bad is not None:
@@ -198,8 +218,9 @@ def _check_optimizer_meta(opt: dict, path: Path) -> set[int]:
         raise SeqlabError("trainer.json: optimizer.param_groups list a parameter twice", path=path)
     for pid, extra in opt["scalars"].items():
         if not (pid.isdigit() and int(pid) in ids and isinstance(extra, dict) and _finite_numbers(extra)):
-            raise SeqlabError(f"trainer.json: optimizer.scalars.{pid}: not finite values of a listed parameter",
-                              path=path)
+            raise SeqlabError(
+                f"trainer.json: optimizer.scalars.{pid}: not finite values of a listed parameter", path=path
+            )
     return set(ids)
 
 
@@ -213,7 +234,7 @@ def _check_optimizer_tensors(tensors: dict[str, torch.Tensor], ids: set[int], pa
     for name, value in tensors.items():
         if not name.startswith("optimizer."):
             continue
-        pid, _, key = name[len("optimizer."):].partition(".")
+        pid, _, key = name[len("optimizer.") :].partition(".")
         where = f"trainer.safetensors: '{name}'"
         if not pid.isdigit() or int(pid) not in ids or not key:
             raise SeqlabError(f"{where} is not the state of a parameter that trainer.json lists", path=path)
@@ -233,7 +254,7 @@ def _check_extra(tensors: dict[str, torch.Tensor], path: Path) -> None:
     for name, value in tensors.items():
         if not name.startswith("extra."):
             continue
-        key = name[len("extra."):]
+        key = name[len("extra.") :]
         if key.startswith(CUDA_RNG_PREFIX):
             _rng_state(tensors, name, path)
         elif key.startswith(RNG_PREFIX):
@@ -261,15 +282,21 @@ def load_checkpoint(path: Path) -> Checkpoint:
         raise SeqlabError(f"trainer.json: unreadable or corrupt: {str(err)[:200]}", path=path) from None
     trainer = meta.get("trainer") if isinstance(meta, dict) else None
     opt = meta.get("optimizer") if isinstance(meta, dict) else None
-    if not (isinstance(trainer, dict) and isinstance(opt, dict) and isinstance(opt.get("param_groups"), list)
-            and isinstance(opt.get("scalars"), dict)):
-        raise SeqlabError("trainer.json: expected {trainer: {epoch, best, best_epoch, bad_epochs, history}, "
-                          "optimizer: {param_groups, scalars}}", path=path)
+    if not (
+        isinstance(trainer, dict)
+        and isinstance(opt, dict)
+        and isinstance(opt.get("param_groups"), list)
+        and isinstance(opt.get("scalars"), dict)
+    ):
+        raise SeqlabError(
+            "trainer.json: expected {trainer: {epoch, best, best_epoch, bad_epochs, history}, "
+            "optimizer: {param_groups, scalars}}",
+            path=path,
+        )
     _check_trainer(trainer, path)
     optimizer_type = meta.get("optimizer_type")
     if optimizer_type is not None and not isinstance(optimizer_type, str):
-        raise SeqlabError(f"trainer.json: optimizer_type is {_short(optimizer_type)}, expected a class name",
-                          path=path)
+        raise SeqlabError(f"trainer.json: optimizer_type is {_short(optimizer_type)}, expected a class name", path=path)
     rng = _rng_state(tensors, "rng.torch", path, cpu=True)
     if rng is None:
         raise SeqlabError("trainer.safetensors: no torch RNG state", path=path)
@@ -277,7 +304,8 @@ def load_checkpoint(path: Path) -> Checkpoint:
     _check_extra(tensors, path)
 
     def prefixed(prefix: str) -> dict[str, torch.Tensor]:
-        return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+        return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+
     try:
         opt_state = optimizer_from_files(prefixed("optimizer."), opt)
     except (ValueError, AttributeError, TypeError) as err:
@@ -294,12 +322,18 @@ def check_optimizer_state(optimizer: torch.optim.Optimizer, state: dict, path: P
     one-line SeqlabError naming the checkpoint and the tensor."""
     saved_groups, groups = state.get("param_groups", []), optimizer.param_groups
     if len(saved_groups) != len(groups):
-        raise SeqlabError(f"trainer.json: the optimiser state has {len(saved_groups)} parameter group(s), the "
-                          f"model's optimiser {len(groups)}", path=path)
+        raise SeqlabError(
+            f"trainer.json: the optimiser state has {len(saved_groups)} parameter group(s), the "
+            f"model's optimiser {len(groups)}",
+            path=path,
+        )
     for g, (saved, group) in enumerate(zip(saved_groups, groups)):
         if len(saved["params"]) != len(group["params"]):
-            raise SeqlabError(f"trainer.json: optimizer.param_groups[{g}] has {len(saved['params'])} parameters, "
-                              f"the model's optimiser {len(group['params'])}", path=path)
+            raise SeqlabError(
+                f"trainer.json: optimizer.param_groups[{g}] has {len(saved['params'])} parameters, "
+                f"the model's optimiser {len(group['params'])}",
+                path=path,
+            )
         for pid, param in zip(saved["params"], group["params"]):
             for key, value in state.get("state", {}).get(pid, {}).items():
                 if not isinstance(value, torch.Tensor):
@@ -307,5 +341,8 @@ def check_optimizer_state(optimizer: torch.optim.Optimizer, state: dict, path: P
                 scalar = key in SCALAR_STATES
                 if (value.numel() != 1) if scalar else (value.shape != param.shape):
                     expected = "a scalar" if scalar else f"the parameter's shape {list(param.shape)}"
-                    raise SeqlabError(f"trainer.safetensors: 'optimizer.{pid}.{key}' has shape "
-                                      f"{list(value.shape)}, expected {expected}", path=path)
+                    raise SeqlabError(
+                        f"trainer.safetensors: 'optimizer.{pid}.{key}' has shape "
+                        f"{list(value.shape)}, expected {expected}",
+                        path=path,
+                    )

@@ -66,25 +66,40 @@ class RankFailed(SeqlabError):
     exit_code = 1
 
 
-def launch(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
-           nproc: int) -> TrainResult:
+def launch(
+    config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool, nproc: int
+) -> TrainResult:
     """Run :func:`seqlab.training.train` in ``nproc`` data-parallel processes; rank 0's TrainResult."""
     if not 1 <= nproc <= MAX_PROCESSES:
         raise SeqlabError(f"nproc: expected 1..{MAX_PROCESSES} processes, got {nproc}")
     device = resolve_device(config.train.device)
     if device.type == "cuda" and torch.cuda.device_count() < nproc:
-        raise SeqlabError(f"--nproc {nproc} on CUDA needs one GPU per process; this machine has "
-                          f"{torch.cuda.device_count()} (--set train.device=cpu trains on CPU processes)")
+        raise SeqlabError(
+            f"--nproc {nproc} on CUDA needs one GPU per process; this machine has "
+            f"{torch.cuda.device_count()} (--set train.device=cpu trains on CPU processes)"
+        )
     if device.type == "cpu" and nproc > (os.cpu_count() or 1):
         log.warning("--nproc %d: more processes than the %d CPU cores", nproc, os.cpu_count() or 1)
     level = logging.getLogger("seqlab").getEffectiveLevel()
     context = _context()
     with tempfile.TemporaryDirectory(prefix="seqlab-ranks-") as tmp:
         reports = Path(tmp)
-        args = (nproc, _free_port(), config, str(out_dir), data_root, resume, progress, level, str(reports),
-                dict(os.environ), os.getpid())
-        procs = [context.Process(target=_worker, args=(rank, *args), name=f"seqlab-rank{rank}")
-                 for rank in range(nproc)]
+        args = (
+            nproc,
+            _free_port(),
+            config,
+            str(out_dir),
+            data_root,
+            resume,
+            progress,
+            level,
+            str(reports),
+            dict(os.environ),
+            os.getpid(),
+        )
+        procs = [
+            context.Process(target=_worker, args=(rank, *args), name=f"seqlab-rank{rank}") for rank in range(nproc)
+        ]
         try:
             for p in procs:
                 p.start()
@@ -168,6 +183,7 @@ def _exit_with_launcher(launcher: int) -> None:
     """A thread that ends this rank once the launching process is gone (killed before it could stop its
     ranks), so that no rank trains on or waits for its peers. A rank's parent may be the fork server, which
     outlives the launcher while ranks run: the launcher's pid is what is watched."""
+
     def watch() -> None:
         while True:
             time.sleep(1.0)
@@ -175,17 +191,31 @@ def _exit_with_launcher(launcher: int) -> None:
                 os.kill(launcher, 0)
             except (ProcessLookupError, PermissionError):  # gone (or its pid taken by another user's process)
                 os._exit(1)
+
     threading.Thread(target=watch, name="seqlab-launcher-watch", daemon=True).start()
 
 
-def _worker(rank: int, world: int, port: int, config, out_dir: str, data_root: str | None, resume: bool,
-            progress: bool, level: int, reports: str, environ: dict[str, str], launcher: int) -> None:
+def _worker(
+    rank: int,
+    world: int,
+    port: int,
+    config,
+    out_dir: str,
+    data_root: str | None,
+    resume: bool,
+    progress: bool,
+    level: int,
+    reports: str,
+    environ: dict[str, str],
+    launcher: int,
+) -> None:
     """One rank (a process of the launcher's): join the group, train, leave it; errors go to ``reports``."""
     _exit_with_launcher(launcher)
     os.environ.clear()  # the launcher's, not the fork server's of when it started ($SEQLAB_DATA, NCCL_*, ...)
     os.environ.update(environ)
-    logging.basicConfig(level=level if rank == 0 else logging.ERROR,
-                        format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=level if rank == 0 else logging.ERROR, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S"
+    )
     logging.getLogger("torch").setLevel(logging.WARNING)
     if rank:
         warnings.simplefilter("ignore")
@@ -197,8 +227,13 @@ def _worker(rank: int, world: int, port: int, config, out_dir: str, data_root: s
         if config.train.threads is None:  # "all cores": shared among the ranks
             torch.set_num_threads(max(1, torch.get_num_threads() // world))
         cuda = device.type == "cuda"
-        dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                world_size=world, device_id=torch.device("cuda", rank) if cuda else None)
+        dist.init_process_group(
+            "nccl" if cuda else "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world,
+            device_id=torch.device("cuda", rank) if cuda else None,
+        )
         if rank == 0:
             log.info("data-parallel training: %d processes (%s)", world, dist.get_backend())
         result = train_rank(config, out_dir, data_root, resume, progress and rank == 0, Ranks(rank, world))
@@ -220,6 +255,14 @@ def _worker(rank: int, world: int, port: int, config, out_dir: str, data_root: s
 
 
 def _report(reports: str, rank: int, message: str, exit_code: int, expected: bool) -> None:
-    atomic_write_json(Path(reports) / f"error-{rank}.json",
-                      {"rank": rank, "time": time.time(), "message": message, "exit_code": exit_code,
-                       "expected": expected, "traceback": "" if expected else traceback.format_exc()})
+    atomic_write_json(
+        Path(reports) / f"error-{rank}.json",
+        {
+            "rank": rank,
+            "time": time.time(),
+            "message": message,
+            "exit_code": exit_code,
+            "expected": expected,
+            "traceback": "" if expected else traceback.format_exc(),
+        },
+    )

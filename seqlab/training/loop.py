@@ -65,20 +65,23 @@ def scores_dict(scores: Scores) -> dict:
     """The headline numbers of a :class:`Scores`, for logs."""
     out: dict = scores.headline()
     if scores.per_type:
-        out["per_type"] = {t: {"precision": s.precision, "recall": s.recall, "f1": s.f1}
-                           for t, s in scores.per_type.items()}
+        out["per_type"] = {
+            t: {"precision": s.precision, "recall": s.recall, "f1": s.f1} for t, s in scores.per_type.items()
+        }
     return out
 
 
-def train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
-               ranks: Ranks) -> TrainResult | None:
+def train_rank(
+    config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool, ranks: Ranks
+) -> TrainResult | None:
     """One process's part of :func:`train`: all of it, or a data-parallel rank's (None on ranks > 0)."""
     with deterministic_algorithms(config.train.deterministic):
         return _train_rank(config, out_dir, data_root, resume, progress, ranks)
 
 
-def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool,
-                ranks: Ranks) -> TrainResult | None:
+def _train_rank(
+    config: ExperimentConfig, out_dir: str | Path, data_root: str | None, resume: bool, progress: bool, ranks: Ranks
+) -> TrainResult | None:
     clock = RunClock()  # the budget counts from here: loading the data and building the model included
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -96,8 +99,13 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
     if cfg.max_length:
         corpus.train, split = split_long(corpus.train, cfg.max_length, corpus.scheme)
         if split:
-            log.info("split %d training sentences longer than %d tokens (train.max_length) into pieces: "
-                     "%d training sentences now", split, cfg.max_length, len(corpus.train))
+            log.info(
+                "split %d training sentences longer than %d tokens (train.max_length) into pieces: "
+                "%d training sentences now",
+                split,
+                cfg.max_length,
+                len(corpus.train),
+            )
     metric = config.metric
     ckpt_dir = out / "checkpoint"
     extra: dict[str, torch.Tensor] = {}  # tensors the checkpoint holds besides model and optimiser
@@ -110,41 +118,64 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
         tagger = Tagger.load(ckpt_dir, device)
         if tagger.config.model != config.model or tagger.config.data != config.data:
             section = "model" if tagger.config.model != config.model else "data"
-            raise SeqlabError(f"--resume: the config's {section} section differs from the checkpoint's; a run "
-                              f"resumes with the {section} it started with (change only train.* keys)", path=ckpt_dir)
+            raise SeqlabError(
+                f"--resume: the config's {section} section differs from the checkpoint's; a run "
+                f"resumes with the {section} it started with (change only train.* keys)",
+                path=ckpt_dir,
+            )
         checkpoint = load_checkpoint(ckpt_dir)
         state, extra = checkpoint.trainer, checkpoint.extra
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
         trained_with = state.pop("optimizer_type", None)
         if trained_with not in (None, type(optimizer).__name__):
-            raise SeqlabError(f"--resume: the checkpoint was trained with {trained_with}, the config asks for "
-                              f"train.optimizer={cfg.optimizer}; resume with the optimiser it was trained with",
-                              path=ckpt_dir)
+            raise SeqlabError(
+                f"--resume: the checkpoint was trained with {trained_with}, the config asks for "
+                f"train.optimizer={cfg.optimizer}; resume with the optimiser it was trained with",
+                path=ckpt_dir,
+            )
         check_optimizer_state(optimizer, checkpoint.optimizer, ckpt_dir)
         try:
             optimizer.load_state_dict(checkpoint.optimizer)
         except (ValueError, KeyError, RuntimeError) as err:
-            raise SeqlabError(f"--resume: the checkpoint's optimiser state does not fit train.optimizer="
-                              f"{cfg.optimizer} ({err}); resume with the optimiser it was trained with",
-                              path=ckpt_dir) from None
+            raise SeqlabError(
+                f"--resume: the checkpoint's optimiser state does not fit train.optimizer="
+                f"{cfg.optimizer} ({err}); resume with the optimiser it was trained with",
+                path=ckpt_dir,
+            ) from None
         checkpoint.restore_rng(device)
         if ranks.main:
             _trim_log(out / "log.jsonl", state["history"])
         clock.before = state.get("elapsed", 0.0)  # time already spent counts against a budget
-        log.info("resuming from %s after epoch %d, step %d (%.0f s spent)", ckpt_dir, state["epoch"],
-                 state.get("step_in_epoch", 0), clock.before)
+        log.info(
+            "resuming from %s after epoch %d, step %d (%.0f s spent)",
+            ckpt_dir,
+            state["epoch"],
+            state.get("step_in_epoch", 0),
+            clock.before,
+        )
     else:
         if resume and (out / "log.jsonl").exists():
-            raise SeqlabError(f"--resume: no checkpoint in {ckpt_dir}, but log.jsonl records a run: refusing to "
-                              f"start it over (train without --resume, or into a new --out)", path=out)
+            raise SeqlabError(
+                f"--resume: no checkpoint in {ckpt_dir}, but log.jsonl records a run: refusing to "
+                f"start it over (train without --resume, or into a new --out)",
+                path=out,
+            )
         if resume:
             log.warning("no checkpoint in %s: starting from scratch", ckpt_dir)
         if ranks.main and (out / "log.jsonl").exists():
             (out / "log.jsonl").unlink()
         tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
         optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
-        state = {"epoch": 0, "step_in_epoch": 0, "steps": 0, "elapsed": 0.0, "best": -math.inf, "best_epoch": 0,
-                 "bad_epochs": 0, "history": []}
+        state = {
+            "epoch": 0,
+            "step_in_epoch": 0,
+            "steps": 0,
+            "elapsed": 0.0,
+            "best": -math.inf,
+            "best_epoch": 0,
+            "bad_epochs": 0,
+            "history": [],
+        }
         out.mkdir(parents=True, exist_ok=True)
         if ranks.main:
             atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
@@ -161,38 +192,73 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
         if unseen:  # e.g. CoNLL-2000 test has LST chunks that training never shows: conlleval counts them
             log.warning("%s labels unseen in training, scored as misses: %s", name, dict(unseen))
     n_tokens = sum(e.length for e in train_enc)
-    log.info("train %d sentences (%d tokens), dev %d, test %d; %d labels (%s scheme, trained as %s); %d parameters",
-             len(train_enc), n_tokens, len(corpus.dev), len(corpus.test), len(tagger.tags), corpus.scheme,
-             tagger.train_scheme, sum(p.numel() for p in params))
+    log.info(
+        "train %d sentences (%d tokens), dev %d, test %d; %d labels (%s scheme, trained as %s); %d parameters",
+        len(train_enc),
+        n_tokens,
+        len(corpus.dev),
+        len(corpus.test),
+        len(tagger.tags),
+        corpus.scheme,
+        tagger.train_scheme,
+        sum(p.numel() for p in params),
+    )
 
     features = [m for m in net.modules() if isinstance(m, FeatureModule)]
     for feature in features:  # dev scoring sees the same sentences every epoch (seqlab.features.contextual)
         feature.remember_for_scoring(True)
     budget = cfg.budget_seconds
-    per_epoch = len(batch_groups(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
-                                 rng=random.Random(cfg.seed * 100_003), length=cfg.batch_length))
-    plan = Plan(budget, cfg.max_epochs * per_epoch, cfg.budget_evals,
-                _token_ratio(corpus.test, corpus.dev), clock)
+    per_epoch = len(
+        batch_groups(
+            train_enc,
+            cfg.batch_size,
+            cfg.batch_tokens,
+            shuffle=True,
+            rng=random.Random(cfg.seed * 100_003),
+            length=cfg.batch_length,
+        )
+    )
+    plan = Plan(budget, cfg.max_epochs * per_epoch, cfg.budget_evals, _token_ratio(corpus.test, corpus.dev), clock)
     plan.remember(state.get("costs"))
     if budget is not None:
-        log.info("budget %.0f s (%.0f s spent before): dev scored every %.0f s or more, patience not applied",
-                 budget, clock.before, budget / cfg.budget_evals)
+        log.info(
+            "budget %.0f s (%.0f s spent before): dev scored every %.0f s or more, patience not applied",
+            budget,
+            clock.before,
+            budget / cfg.budget_evals,
+        )
     done = state.get("steps")  # optimiser steps so far; None in checkpoints older than the count
     if done is None:
         done = state["epoch"] * per_epoch
     segment = Segment()
     # a resumed run that had ended (its plan done, or patience spent) goes on to the final scoring only
-    stop = bool(state["history"]) and (plan.finished(done) or state["epoch"] >= cfg.max_epochs
-                                       or budget is None and state["bad_epochs"] >= cfg.patience)
+    stop = bool(state["history"]) and (
+        plan.finished(done)
+        or state["epoch"] >= cfg.max_epochs
+        or budget is None
+        and state["bad_epochs"] >= cfg.patience
+    )
     while not stop:
         epoch, first = state["epoch"], state.get("step_in_epoch", 0)
-        groups = batch_groups(train_enc, cfg.batch_size, cfg.batch_tokens, shuffle=True,
-                              rng=random.Random(cfg.seed * 100_003 + epoch), length=cfg.batch_length)
+        groups = batch_groups(
+            train_enc,
+            cfg.batch_size,
+            cfg.batch_tokens,
+            shuffle=True,
+            rng=random.Random(cfg.seed * 100_003 + epoch),
+            length=cfg.batch_length,
+        )
         batches = ranks.shard(groups, train_enc, tagger.featurizers, cfg.loss_reduction)  # this rank's part of each
         net.train()
         per_step = cfg.per_step_rate or (cfg.warmup_epochs and epoch < cfg.warmup_epochs)
-        bar = tqdm(range(first, len(batches)), desc=f"epoch {epoch + 1}", disable=not progress, leave=False,
-                   mininterval=0.5, unit="batch")
+        bar = tqdm(
+            range(first, len(batches)),
+            desc=f"epoch {epoch + 1}",
+            disable=not progress,
+            leave=False,
+            mininterval=0.5,
+            unit="batch",
+        )
         for step in bar:
             if per_step or step == first:
                 for group in optimizer.param_groups:
@@ -201,9 +267,11 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
             losses = train_step(trained, shard.batch.to(device), optimizer, params, cfg, shard.scale)
             loss = float(losses.sum())
             if not math.isfinite(loss):
-                raise SeqlabError(f"training diverged: the loss is {loss} at epoch {epoch + 1}, step {step + 1}; "
-                                  f"nothing from this point was saved, {out / 'model'} and the checkpoint hold the "
-                                  f"last good state (lower train.lr, or set train.clip)")
+                raise SeqlabError(
+                    f"training diverged: the loss is {loss} at epoch {epoch + 1}, step {step + 1}; "
+                    f"nothing from this point was saved, {out / 'model'} and the checkpoint hold the "
+                    f"last good state (lower train.lr, or set train.clip)"
+                )
             if average:
                 average.update(net)
             plan.costs.add_step(time.perf_counter() - started)
@@ -217,8 +285,20 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
             if not (decide[0] or decide[1] or not state["history"] and epoch_end):
                 continue
             epochs = epoch + 1 if epoch_end else round(epoch + (step + 1) / len(batches), 3)
-            state = _score(tagger, corpus.dev, metric, state, segment.record(epochs, ranks), plan, average, out,
-                           ranks, device, optimizer, clock)
+            state = _score(
+                tagger,
+                corpus.dev,
+                metric,
+                state,
+                segment.record(epochs, ranks),
+                plan,
+                average,
+                out,
+                ranks,
+                device,
+                optimizer,
+                clock,
+            )
             segment = Segment()
             stop = decide[1] or (budget is None and state["bad_epochs"] >= cfg.patience)
             if stop:
@@ -241,13 +321,28 @@ def _train_rank(config: ExperimentConfig, out_dir: str | Path, data_root: str | 
         test = scores_dict(evaluation.scores)
         write_conll(corpus.test, evaluation.predictions, out / "test.predictions.txt")
     speeds = [h["sentences_per_s"] for h in history if h.get("sentences_per_s")]
-    results = {"best_epoch": state["best_epoch"], "epochs_run": state["epoch"], "metric": metric,
-               "dev": dev, "test": test, "seed": cfg.seed,
-               "train_sentences_per_s": round(statistics.fmean(speeds), 1) if speeds else None,
-               "steps": done, "budget_s": budget, "elapsed_s": round(clock.elapsed(), 1)}
+    results = {
+        "best_epoch": state["best_epoch"],
+        "epochs_run": state["epoch"],
+        "metric": metric,
+        "dev": dev,
+        "test": test,
+        "seed": cfg.seed,
+        "train_sentences_per_s": round(statistics.fmean(speeds), 1) if speeds else None,
+        "steps": done,
+        "budget_s": budget,
+        "elapsed_s": round(clock.elapsed(), 1),
+    }
     atomic_write_json(out / "results.json", results)
-    return TrainResult(out, state["best_epoch"], results["dev"], test, state["epoch"],
-                       results["train_sentences_per_s"] or 0.0, results["elapsed_s"])
+    return TrainResult(
+        out,
+        state["best_epoch"],
+        results["dev"],
+        test,
+        state["epoch"],
+        results["train_sentences_per_s"] or 0.0,
+        results["elapsed_s"],
+    )
 
 
 @dataclass
@@ -268,13 +363,29 @@ class Segment:
     def record(self, epochs: int | float, ranks: Ranks) -> dict:
         """The log record's training part (collective: the loss of every rank's sentences)."""
         seconds = max(self.seconds, 1e-9)
-        return {"epoch": epochs, "loss": ranks.sum(self.loss) / max(self.sentences, 1),
-                "seconds": round(self.seconds, 3), "sentences_per_s": round(self.sentences / seconds, 1),
-                "tokens_per_s": round(self.tokens / seconds, 1)}
+        return {
+            "epoch": epochs,
+            "loss": ranks.sum(self.loss) / max(self.sentences, 1),
+            "seconds": round(self.seconds, 3),
+            "sentences_per_s": round(self.sentences / seconds, 1),
+            "tokens_per_s": round(self.tokens / seconds, 1),
+        }
 
 
-def _score(tagger: Tagger, dev_set, metric: str, state: dict, record: dict, plan: Plan, average, out: Path,
-           ranks: Ranks, device, optimizer, clock: RunClock) -> dict:
+def _score(
+    tagger: Tagger,
+    dev_set,
+    metric: str,
+    state: dict,
+    record: dict,
+    plan: Plan,
+    average,
+    out: Path,
+    ranks: Ranks,
+    device,
+    optimizer,
+    clock: RunClock,
+) -> dict:
     """Score dev, keep the model if it is the best so far, log a record and write the checkpoint; every rank
     calls it and gets rank 0's counters back."""
     rank_rngs = ranks.rng_states(device)  # for the checkpoint
@@ -282,9 +393,11 @@ def _score(tagger: Tagger, dev_set, metric: str, state: dict, record: dict, plan
         return ranks.broadcast(state)
     bad = [name for name, p in tagger.net.named_parameters() if not torch.isfinite(p).all()]
     if bad:
-        raise SeqlabError(f"training diverged: non-finite weights ({bad[0]}) at epoch {record['epoch']}; nothing "
-                          f"from this point was saved, {out / 'model'} and the checkpoint hold the last good state "
-                          f"(lower train.lr, or set train.clip)")
+        raise SeqlabError(
+            f"training diverged: non-finite weights ({bad[0]}) at epoch {record['epoch']}; nothing "
+            f"from this point was saved, {out / 'model'} and the checkpoint hold the last good state "
+            f"(lower train.lr, or set train.clip)"
+        )
     scored = average.swapped_into(tagger) if average else contextlib.nullcontext()
     with scored:  # the dev score and the best model: averaged weights if there is an average
         started = time.perf_counter()
@@ -293,8 +406,13 @@ def _score(tagger: Tagger, dev_set, metric: str, state: dict, record: dict, plan
         improved = dev[metric] > state["best"]
         if improved:
             tagger.save(out / "model")
-    record = {**record, "lr": optimizer.param_groups[0]["lr"], "dev": dev,
-              "dev_seconds": round(plan.costs.dev, 3), "elapsed": round(clock.elapsed(), 1)}
+    record = {
+        **record,
+        "lr": optimizer.param_groups[0]["lr"],
+        "dev": dev,
+        "dev_seconds": round(plan.costs.dev, 3),
+        "elapsed": round(clock.elapsed(), 1),
+    }
     if improved:
         state.update(best=dev[metric], best_epoch=record["epoch"], best_dev=dev, bad_epochs=0)
     else:
@@ -302,11 +420,20 @@ def _score(tagger: Tagger, dev_set, metric: str, state: dict, record: dict, plan
     state["history"].append(record)
     state.update(elapsed=record["elapsed"], costs=plan.measured())
     append_line(out / "log.jsonl", json.dumps(record))
-    save_checkpoint(out / "checkpoint", tagger, optimizer, state,
-                    {**(average.state_tensors() if average else {}), **rank_rngs})
-    log.info("epoch %s  loss %.3f  dev %s %.2f%s  %.0f s  %.1fs (%.0f sent/s)", record["epoch"], record["loss"],
-             metric, dev[metric], " *" if improved else "", record["elapsed"], record["seconds"],
-             record["sentences_per_s"])
+    save_checkpoint(
+        out / "checkpoint", tagger, optimizer, state, {**(average.state_tensors() if average else {}), **rank_rngs}
+    )
+    log.info(
+        "epoch %s  loss %.3f  dev %s %.2f%s  %.0f s  %.1fs (%.0f sent/s)",
+        record["epoch"],
+        record["loss"],
+        metric,
+        dev[metric],
+        " *" if improved else "",
+        record["elapsed"],
+        record["seconds"],
+        record["sentences_per_s"],
+    )
     return ranks.broadcast(state)
 
 
@@ -322,9 +449,11 @@ def _trim_log(path: Path, history: list[dict]) -> None:
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     records = [json.dumps(h) for h in history]
     if lines != records:
-        log.warning("log.jsonl: %d line(s) where the checkpoint has %d records (a kill between the log and the "
-                    "checkpoint, or inside an append): rewritten from the checkpoint; steps after it are trained "
-                    "again", len(lines), len(records))
+        log.warning(
+            "log.jsonl: %d line(s) where the checkpoint has %d records (a kill between the log and the "
+            "checkpoint, or inside an append): rewritten from the checkpoint; steps after it are trained "
+            "again",
+            len(lines),
+            len(records),
+        )
         atomic_write_text(path, "".join(line + "\n" for line in records))
-
-

@@ -48,9 +48,12 @@ def _hooks_or_profiler(optimizer: torch.optim.Optimizer) -> bool:
     """Whether a step must go through PyTorch's wrapper: a profiler runs, or step hooks are registered (on this
     optimiser or globally). Where PyTorch no longer has the attributes this reads, True."""
     profiling = getattr(torch._C._autograd, "_profiler_enabled", None)
-    hooks = [getattr(optimizer, "_optimizer_step_pre_hooks", None), getattr(optimizer, "_optimizer_step_post_hooks", None),
-             getattr(optimizer_module, "_global_optimizer_pre_hooks", None),
-             getattr(optimizer_module, "_global_optimizer_post_hooks", None)]
+    hooks = [
+        getattr(optimizer, "_optimizer_step_pre_hooks", None),
+        getattr(optimizer, "_optimizer_step_post_hooks", None),
+        getattr(optimizer_module, "_global_optimizer_pre_hooks", None),
+        getattr(optimizer_module, "_global_optimizer_post_hooks", None),
+    ]
     return profiling is None or profiling() or any(h is None or len(h) for h in hooks)
 
 
@@ -88,10 +91,18 @@ class NAdam(_LabelledOnDemand, torch.optim.NAdam):
     (the same update to rounding), otherwise its multi-tensor step without the slow square root of zeros (the same
     bits); see the module."""
 
-    def __init__(self, params, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum_decay: float = 4e-3):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         momentum_decay=momentum_decay, foreach=True)
+    def __init__(
+        self,
+        params,
+        lr: float = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum_decay: float = 4e-3,
+    ):
+        super().__init__(
+            params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay, foreach=True
+        )
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -115,8 +126,13 @@ class NAdam(_LabelledOnDemand, torch.optim.NAdam):
 
     def _fused_path(self, group: dict) -> bool:
         params = [p for p in group["params"] if p.grad is not None]
-        return (FUSED_NADAM and _HAS_FUSED_ADAM and group["weight_decay"] == 0 and len({p.dtype for p in params}) <= 1
-                and all(p.device.type == "cpu" and not p.grad.is_sparse for p in params))
+        return (
+            FUSED_NADAM
+            and _HAS_FUSED_ADAM
+            and group["weight_decay"] == 0
+            and len({p.dtype for p in params}) <= 1
+            and all(p.device.type == "cpu" and not p.grad.is_sparse for p in params)
+        )
 
     def _fused_step(self, group: dict, grad_scale: torch.Tensor | None) -> None:
         """The group's step as two fused Adam calls (see the module), once for each set of parameters at the same
@@ -140,8 +156,19 @@ class NAdam(_LabelledOnDemand, torch.optim.NAdam):
             grads, ms, vs = [p.grad for p in ps], [st["exp_avg"] for st in states], [st["exp_avg_sq"] for st in states]
             copies = self._copies(ps)
             torch._foreach_copy_(copies, vs)
-            torch._fused_adam_(ps, grads, ms, copies, [], steps, lr=b * (1.0 - beta1 ** t), beta1=beta1, beta2=beta2,
-                               grad_scale=grad_scale, **kw)  # m', p - B m'/d; the gradients divided by the scale
+            torch._fused_adam_(
+                ps,
+                grads,
+                ms,
+                copies,
+                [],
+                steps,
+                lr=b * (1.0 - beta1**t),
+                beta1=beta1,
+                beta2=beta2,
+                grad_scale=grad_scale,
+                **kw,
+            )  # m', p - B m'/d; the gradients divided by the scale
             torch._fused_adam_(ps, grads, copies, vs, [], steps, lr=a, beta1=0.0, beta2=beta2, **kw)  # v', p - A g/d
             for p in ps:
                 increment_version(p)
@@ -169,11 +196,18 @@ class NAdam(_LabelledOnDemand, torch.optim.NAdam):
 
     def _own_path(self, group: dict) -> bool:
         """Whether :meth:`_step_group` gives this group torch.optim.NAdam's exact update."""
-        plain = not (group["maximize"] or group["capturable"] or group["differentiable"]
-                     or group.get("decoupled_weight_decay", False))
+        plain = not (
+            group["maximize"]
+            or group["capturable"]
+            or group["differentiable"]
+            or group.get("decoupled_weight_decay", False)
+        )
         dtypes = {p.dtype for p in group["params"] if p.grad is not None}
-        return plain and dtypes <= {torch.float32, torch.float64} and all(
-            _negligible_below_eps(dtype, group["betas"][1], group["eps"]) for dtype in dtypes)
+        return (
+            plain
+            and dtypes <= {torch.float32, torch.float64}
+            and all(_negligible_below_eps(dtype, group["betas"][1], group["eps"]) for dtype in dtypes)
+        )
 
     def _step_group(self, group: dict) -> None:
         params, grads, exp_avgs, exp_avg_sqs, mu_products, steps = [], [], [], [], [], []
@@ -192,7 +226,12 @@ class NAdam(_LabelledOnDemand, torch.optim.NAdam):
         if not params:
             return
         beta1, beta2 = group["betas"]
-        lr, eps, weight_decay, momentum_decay = group["lr"], group["eps"], group["weight_decay"], group["momentum_decay"]
+        lr, eps, weight_decay, momentum_decay = (
+            group["lr"],
+            group["eps"],
+            group["weight_decay"],
+            group["momentum_decay"],
+        )
         # the operations of torch.optim.nadam._multi_tensor_nadam (non-capturable), in its order
         torch._foreach_add_(steps, torch.tensor(1.0), alpha=1.0)
         if weight_decay != 0:
@@ -203,7 +242,7 @@ class NAdam(_LabelledOnDemand, torch.optim.NAdam):
         denoms = torch._foreach_clamp_min(exp_avg_sqs, [torch.finfo(v.dtype).tiny for v in exp_avg_sqs])
         torch._foreach_sqrt_(denoms)  # the one change: no zeros, so no slow path (same result: see the module)
         step_values = [float(s) for s in steps]
-        bias_correction_sqrt = [(1 - beta2 ** s) ** 0.5 for s in step_values]
+        bias_correction_sqrt = [(1 - beta2**s) ** 0.5 for s in step_values]
         mus = [_momentum(beta1, s, momentum_decay) for s in step_values]
         mu_nexts = [_momentum(beta1, s + 1, momentum_decay) for s in step_values]
         torch._foreach_mul_(mu_products, mus)
@@ -225,8 +264,21 @@ def _cpu_fused_adam() -> bool:
     """Whether this torch has the fused Adam kernel on CPU (from 2.4; earlier, CUDA only)."""
     x = torch.zeros(1)
     try:
-        torch._fused_adam_([x], [x.clone()], [x.clone()], [x.clone()], [], [torch.ones(())], lr=0.0, beta1=0.9,
-                           beta2=0.999, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+        torch._fused_adam_(
+            [x],
+            [x.clone()],
+            [x.clone()],
+            [x.clone()],
+            [],
+            [torch.ones(())],
+            lr=0.0,
+            beta1=0.9,
+            beta2=0.999,
+            weight_decay=0.0,
+            eps=1e-8,
+            amsgrad=False,
+            maximize=False,
+        )
     except (AttributeError, RuntimeError, NotImplementedError):
         return False
     return True
@@ -263,8 +315,13 @@ class SGD(_LabelledOnDemand, torch.optim.SGD):
         if not self.row_tables:
             return
         for group in self.param_groups:
-            plain = not (group["weight_decay"] or group["dampening"] or group["nesterov"] or group["maximize"]
-                         or group.get("differentiable"))
+            plain = not (
+                group["weight_decay"]
+                or group["dampening"]
+                or group["nesterov"]
+                or group["maximize"]
+                or group.get("differentiable")
+            )
             for p in group["params"]:
                 if plain and rows.marked(p) and p.dim() == 2 and p.layout == torch.strided:
                     rows.attach(p, self.state[p].get("momentum_buffer"), group["momentum"])
@@ -275,8 +332,12 @@ class SGD(_LabelledOnDemand, torch.optim.SGD):
 
     @torch.no_grad()
     def step(self, closure=None):
-        tables = [(p, group) for group in self.param_groups for p in group["params"]
-                  if p.grad is not None and p.grad.is_sparse and rows.table(p) is not None]
+        tables = [
+            (p, group)
+            for group in self.param_groups
+            for p in group["params"]
+            if p.grad is not None and p.grad.is_sparse and rows.table(p) is not None
+        ]
         grads = [p.grad for p, _ in tables]
         for p, _ in tables:
             p.grad = None  # torch's step skips them

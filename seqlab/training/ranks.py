@@ -51,15 +51,16 @@ class Ranks:
             return torch.device("cuda", self.rank)
         return device
 
-    def shard(self, groups: list[list[int]], items: list[Encoded], featurizers: Mapping[str, Collator],
-              reduction: str) -> list[Shard]:
+    def shard(
+        self, groups: list[list[int]], items: list[Encoded], featurizers: Mapping[str, Collator], reduction: str
+    ) -> list[Shard]:
         """This rank's part of each batch (``groups``: positions in ``items``, as
         :func:`seqlab.data.batching.batch_groups` gives them), collated, with its loss weight."""
         if self.world == 1:
             return [Shard(collate([items[i] for i in g], g, featurizers)) for g in groups]
         shards = []
         for g in groups:
-            mine = g[self.rank::self.world]
+            mine = g[self.rank :: self.world]
             rows = mine or g[:1]  # a stand-in keeps the rank in step (DDP needs every rank's backward)
             scale = self.world / (1 if reduction == "sum" else len(g)) if mine else 0.0
             shards.append(Shard(collate([items[i] for i in rows], rows, featurizers), scale, bool(mine)))
@@ -75,8 +76,10 @@ class Ranks:
         digest = hashlib.sha256(json.dumps(vocab, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
         digests = self._gather(digest)
         if len(set(digests)) > 1:
-            raise SeqlabError("data-parallel ranks built different vocabularies from the same corpus: "
-                              "train with --nproc 1 and report this")
+            raise SeqlabError(
+                "data-parallel ranks built different vocabularies from the same corpus: "
+                "train with --nproc 1 and report this"
+            )
         return DataParallelLoss(tagger.net, tagger.device)
 
     def barrier(self) -> None:
@@ -157,8 +160,11 @@ class DataParallelLoss:
     def __init__(self, net: torch.nn.Module, device: torch.device):
         # find_unused_parameters: a layer may leave some weights out of a batch's loss (a lattice batch
         # without lexicon words); DDP then counts them as ready with a zero gradient on that rank.
-        self.ddp = DistributedDataParallel(_Loss(net, device), find_unused_parameters=True,
-                                           device_ids=[device.index] if device.type == "cuda" else None)
+        self.ddp = DistributedDataParallel(
+            _Loss(net, device),
+            find_unused_parameters=True,
+            device_ids=[device.index] if device.type == "cuda" else None,
+        )
 
     def loss(self, batch: Batch) -> Tensor:
         """Per-sentence losses, shape (batch,)."""

@@ -19,8 +19,14 @@ from seqlab.training.loop import TrainResult, train_rank
 from seqlab.training.ranks import Ranks
 
 
-def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None = None, resume: bool = False,
-          progress: bool = True, nproc: int = 1) -> TrainResult:
+def train(
+    config: ExperimentConfig,
+    out_dir: str | Path,
+    data_root: str | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    nproc: int = 1,
+) -> TrainResult:
     """Train one model; early stopping on the dev metric; the best model is saved to ``out_dir/model``.
     ``nproc`` > 1: DistributedDataParallel over that many processes, with the updates of one process."""
     if nproc != 1:
@@ -28,8 +34,15 @@ def train(config: ExperimentConfig, out_dir: str | Path, data_root: str | None =
     return train_rank(config, out_dir, data_root, resume, progress, Ranks())
 
 
-def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int], data_root: str | None = None,
-                resume: bool = False, progress: bool = True, nproc: int = 1) -> dict:
+def train_seeds(
+    config: ExperimentConfig,
+    out_dir: str | Path,
+    seeds: list[int],
+    data_root: str | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    nproc: int = 1,
+) -> dict:
     """One run per seed in ``out_dir/seed-N`` (each on ``nproc`` processes); returns and writes mean, std and
     max of the dev/test metric."""
     out = Path(out_dir)
@@ -42,15 +55,26 @@ def train_seeds(config: ExperimentConfig, out_dir: str | Path, seeds: list[int],
     for split in ("dev", "test"):
         values = [getattr(r, split)[metric] for r in results if getattr(r, split)]
         if values:
-            summary[split] = {"values": values, "mean": statistics.fmean(values),
-                              "std": statistics.stdev(values) if len(values) > 1 else 0.0, "max": max(values)}
+            summary[split] = {
+                "values": values,
+                "mean": statistics.fmean(values),
+                "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                "max": max(values),
+            }
     atomic_write_json(out / "summary.json", summary)
     return summary
 
 
-def evaluate(model: Tagger | str | Path, data: str | Path, output: str | Path | None = None,
-             batch_size: int | None = None, strict: bool = False, device: str = "cpu",
-             beam: int | None = None, engine: str = "torch") -> Scores:
+def evaluate(
+    model: Tagger | str | Path,
+    data: str | Path,
+    output: str | Path | None = None,
+    batch_size: int | None = None,
+    strict: bool = False,
+    device: str = "cpu",
+    beam: int | None = None,
+    engine: str = "torch",
+) -> Scores:
     """Score a model on a labeled file (read in the model's own data format); optionally write predictions.
     Gold labels unseen in training are scored as misses with a warning, or refused when ``strict``."""
     tagger = model if isinstance(model, Tagger) else Tagger.load(model, device, engine)

@@ -25,8 +25,15 @@ def make_optimizer(params, cfg: TrainConfig, row_tables: bool = True) -> torch.o
         # (see clip_and_step); where the installed torch or the device has none, the multi-tensor update
         # row_tables: embedding tables updated by the rows a batch read (seqlab.nn.rows), unless weight averaging reads
         # every weight after each step
-        params, sgd = list(params), {"lr": cfg.lr, "momentum": cfg.momentum, "weight_decay": cfg.weight_decay,
-                                     "row_tables": row_tables and ROW_TABLES and not cfg.ema_decay}
+        params, sgd = (
+            list(params),
+            {
+                "lr": cfg.lr,
+                "momentum": cfg.momentum,
+                "weight_decay": cfg.weight_decay,
+                "row_tables": row_tables and ROW_TABLES and not cfg.ema_decay,
+            },
+        )
         if FUSED_SGD and hasattr(torch.nn.utils, "get_total_norm"):
             try:
                 return SGD(params, fused=True, **sgd)  # torch's, counting its writes (see seqlab.training.optim.SGD)
@@ -40,8 +47,9 @@ def make_optimizer(params, cfg: TrainConfig, row_tables: bool = True) -> torch.o
     return NAdam(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)  # torch's update, fused on CPU
 
 
-def train_step(net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig,
-               scale: float | None = None) -> torch.Tensor:
+def train_step(
+    net, batch, optimizer: torch.optim.Optimizer, params, cfg: TrainConfig, scale: float | None = None
+) -> torch.Tensor:
     """One optimisation step on one batch (loss, backward, clipping, update): the per-sentence
     losses, shape (batch,), detached. ``scale``: a data-parallel rank's weight of its summed loss
     (:class:`seqlab.training.ranks.Shard`); None: the batch's sum or mean, as ``cfg.loss_reduction`` says."""
@@ -75,8 +83,12 @@ def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) 
     1e-6) when below 1), then the optimiser's step. A fused SGD, and seqlab's NAdam where its step runs fused,
     take the factor's inverse as their ``grad_scale`` and divide each gradient by it inside their update, which
     saves a pass over every gradient (the word table's included); the same update to float rounding."""
-    fused = (isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
-             or isinstance(optimizer, (NAdam, SGD)) and optimizer.takes_grad_scale())
+    fused = (
+        isinstance(optimizer, torch.optim.SGD)
+        and all(group.get("fused") for group in optimizer.param_groups)
+        or isinstance(optimizer, (NAdam, SGD))
+        and optimizer.takes_grad_scale()
+    )
     fused = fused and hasattr(torch.nn.utils, "get_total_norm")  # torch >= 2.6; else clip_grad_norm_ first
     grads = [_norm_part(q) for q in params if q.grad is not None] if clip and fused else []
     if grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
@@ -107,8 +119,9 @@ def _norm_part(q: torch.Tensor) -> torch.Tensor:
     return q.grad
 
 
-def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1, done: int | None = None,
-                  progress: float = 0.0) -> float:
+def learning_rate(
+    cfg: TrainConfig, epoch: int, step: int = 0, steps: int = 1, done: int | None = None, progress: float = 0.0
+) -> float:
     """The rate for step ``step`` of ``steps`` in epoch ``epoch`` (0-based), ``done`` optimiser steps before it
     in the whole run (default ``epoch * steps + step``), ``progress`` the share of the run behind it (0 to 1: of
     the budget's training time, or of max_epochs' steps; seqlab.training.budget.Plan.progress).

@@ -256,9 +256,13 @@ def _line_of(corpus: list[list[str]], wanted) -> tuple[int, str] | None:
     return None
 
 
-CORPORA = st.builds(lambda rng, n, scheme, types: (scheme, _typed_corpus(rng, n, scheme, types)),
-                    st.randoms(use_true_random=False), st.integers(1, 12), st.sampled_from(SCHEMES),
-                    st.sampled_from([("PER", "LOC"), ("",)]))
+CORPORA = st.builds(
+    lambda rng, n, scheme, types: (scheme, _typed_corpus(rng, n, scheme, types)),
+    st.randoms(use_true_random=False),
+    st.integers(1, 12),
+    st.sampled_from(SCHEMES),
+    st.sampled_from([("PER", "LOC"), ("",)]),
+)
 
 
 @given(CORPORA)
@@ -293,18 +297,21 @@ def test_tags_outside_the_declared_scheme_are_refused_at_their_line(case, declar
     assert f"fit {fit}: set data.scheme to {fit}" in message and f"convert(tags, '{fit}', '{declared}')" in message
 
 
-@pytest.mark.parametrize("tags, declared, line, needles", [
-    ("B-LOC I-LOC O S-LOC", "BIO", 4, ["'S-LOC' is not a BIO tag", "fit BIOES", "S- becomes B-, E- becomes I-"]),
-    ("B-ORG M-ORG E-ORG", "IOB1", 2, ["'M-ORG' is not an IOB1 tag", "fit BMES"]),
-    ("B-PER I-PER O", "BMES", 2, ["'I-PER' is not a BMES tag", "fit BIO", "last I- becomes E-"]),
-    ("B-PER I-PER O", "BIOES", 1, ["no E- or S- tag", "fit BIO"]),
-    ("B-PER I-PER M-PER E-PER", "BMES", 2, ["'I-PER'", "mixes I- and M-"]),
-    ("B-PER I-PER O I", "BIO", 4, ["'I' has no type", "'B-PER' on line 1"]),
-    ("B I B-X", "BIO", 3, ["'B-X' has a type"]),
-    ("O B- I-X", "BIO", 2, ["'B-' has an empty type"]),
-    ("O-X", "BIO", 1, ["O takes no type"]),
-    ("X-NP", "BIO", 1, ["'X-NP' is not a chunk tag"]),
-])
+@pytest.mark.parametrize(
+    "tags, declared, line, needles",
+    [
+        ("B-LOC I-LOC O S-LOC", "BIO", 4, ["'S-LOC' is not a BIO tag", "fit BIOES", "S- becomes B-, E- becomes I-"]),
+        ("B-ORG M-ORG E-ORG", "IOB1", 2, ["'M-ORG' is not an IOB1 tag", "fit BMES"]),
+        ("B-PER I-PER O", "BMES", 2, ["'I-PER' is not a BMES tag", "fit BIO", "last I- becomes E-"]),
+        ("B-PER I-PER O", "BIOES", 1, ["no E- or S- tag", "fit BIO"]),
+        ("B-PER I-PER M-PER E-PER", "BMES", 2, ["'I-PER'", "mixes I- and M-"]),
+        ("B-PER I-PER O I", "BIO", 4, ["'I' has no type", "'B-PER' on line 1"]),
+        ("B I B-X", "BIO", 3, ["'B-X' has a type"]),
+        ("O B- I-X", "BIO", 2, ["'B-' has an empty type"]),
+        ("O-X", "BIO", 1, ["O takes no type"]),
+        ("X-NP", "BIO", 1, ["'X-NP' is not a chunk tag"]),
+    ],
+)
 def test_check_scheme_messages(tags, declared, line, needles):
     with pytest.raises(SeqlabError) as err:
         schemes.check_scheme([(1, tags.split())], declared, "f.txt", "data.scheme")
