@@ -12,10 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import torch
-
-from pathlib import Path
 
 from seqlab.data.corpus import read_file
 from seqlab.tagger import Tagger

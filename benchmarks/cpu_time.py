@@ -35,7 +35,7 @@ opt = make_optimizer(params, config.train)
 for s in test[:50]:
     tagger.predict_tags([s], 1)
 out = {"b1": [], "b64": [], "train": []}
-for rep in range(5):
+for _rep in range(5):
     t0 = time.process_time()
     for s in test:
         tagger.predict_tags([s], 1)

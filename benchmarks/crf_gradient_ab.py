@@ -6,7 +6,12 @@ steps on the same batches, 6 pairs; CoNLL-2000 chunking BiLSTM-CRF, 2 threads.
     python benchmarks/crf_gradient_ab.py train.optimizer=sgd train.lr=0.015 train.clip=5.0
 """
 
-import random, sys, time, statistics, torch
+import random
+import statistics
+import sys
+import time
+
+import torch
 
 torch.set_num_threads(2)
 from seqlab.config import load_config
@@ -39,7 +44,7 @@ params = [p for p in tagger.net.parameters() if p.requires_grad]
 opt = make_optimizer(params, config.train)
 tagger.net.train()
 res = {"old": [], "new": []}
-for rep in range(6):
+for _rep in range(6):
     for name, impl in (("old", old_impl), ("new", new_impl)):
         CRF._log_partition = impl
         for b in batches[:5]:

@@ -7,8 +7,8 @@ change of rounding did not change what training learns (and how the fused SGD's 
 ``--fused``: ``seqlab.training.FUSED_SGD`` (the fused SGD taking clipping's factor, against the multi-tensor SGD
 after ``clip_grad_norm_``); ``--scaled``: ``seqlab.crf_partition.CPU_SCALED`` (the CRF loss's recursions in
 probability space, against log space); ``--rows``: ``seqlab.training.ROW_TABLES`` (the word table updated by
-rows, seqlab.rows, against whole every step; default on). The config is trained with SGD (lr 0.015, clip 5), as the speed rounds.
-Prints one line: the switches, the seed and the dev F1 after each epoch.
+rows, seqlab.rows, against whole every step; default on). The config is trained with SGD (lr 0.015, clip 5), as the
+speed rounds. Prints one line: the switches, the seed and the dev F1 after each epoch.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 
 from seqlab import training
+from seqlab.config import load_config
 from seqlab.crf import partition as crf_partition
 from seqlab.training import step
-from seqlab.config import load_config
 
 
 def main() -> None:

@@ -82,6 +82,7 @@ def speed(data_root: str, threads: int) -> None:
 
 def _memory_child(data_root: str, relative: str, length: int, mode: str) -> None:
     import torch
+
     from seqlab.config import load_config
     from seqlab.data.batching import make_batches
     from seqlab.data.readers import read_bmes

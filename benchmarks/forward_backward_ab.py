@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import time
 
 import torch
+
 from seqlab.crf_partition import alpha_recursion, beta_recursion
 from seqlab.posteriors import forward_backward
 
@@ -27,13 +28,13 @@ for b, n in ((1, 24), (5, 24), (64, 30)):
     start = torch.randn(T)
     end = torch.randn(T)
     res = {}
-    for rep in range(3):
+    for _rep in range(3):
         for name, f in (
             (
                 "torch alpha+beta",
-                lambda: (alpha_recursion(em, trans, start, mask), beta_recursion(em, trans, end, mask)),
+                lambda: (alpha_recursion(em, trans, start, mask), beta_recursion(em, trans, end, mask)),  # noqa: B023
             ),
-            ("numpy fb", lambda: forward_backward(*(x.numpy() for x in (em, mask, trans, start, end)))),
+            ("numpy fb", lambda: forward_backward(*(x.numpy() for x in (em, mask, trans, start, end)))),  # noqa: B023
         ):
             with torch.no_grad():
                 s = time.perf_counter()

@@ -25,9 +25,9 @@ import time
 
 import torch
 
+from seqlab.config import load_config
 from seqlab.crf import crf
 from seqlab.crf import partition as crf_partition
-from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.encoders import psa

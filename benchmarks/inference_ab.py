@@ -35,13 +35,13 @@ import statistics
 import time
 
 import torch
+from psa_reference import TanhAdditiveScores
 
-import seqlab.features.chars as chars_module
 import seqlab.crf.viterbi as viterbi_module
+import seqlab.features.chars as chars_module
 import seqlab.nn.lstm as lstm_module
 from seqlab.encoders import flat as flat_module
 from seqlab.encoders import psa as psa_module
-from psa_reference import TanhAdditiveScores
 from seqlab.features.chars import CharFeatures
 from seqlab.tagger import Tagger
 

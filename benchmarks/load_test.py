@@ -130,7 +130,7 @@ def python_clients(args, texts: list[str], base: str) -> Load:
                     conn.post(batch, not args.no_confidence)
                 with lock:
                     latencies.append(time.perf_counter() - start)
-            except Exception as err:  # noqa: BLE001 - counted, the first one shown
+            except Exception as err:
                 with lock:
                     errors[0] += 1
                     body = err.read()[:300] if hasattr(err, "read") else b""

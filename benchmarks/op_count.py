@@ -16,9 +16,9 @@ import traceback
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqlab.crf import partition as crf_partition
 from seqlab.config import load_config
 from seqlab.crf import CRF
+from seqlab.crf import partition as crf_partition
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.tagger import Tagger

@@ -15,9 +15,10 @@ import warnings
 import torch
 
 warnings.simplefilter("ignore")
-from seqlab.tagger import Tagger
-from seqlab.data.corpus import read_file
 import onnxruntime as ort
+
+from seqlab.data.corpus import read_file
+from seqlab.tagger import Tagger
 
 torch.set_num_threads(2)
 t = Tagger.load("runs/speed/chunk-model/model", engine="onnxruntime")
@@ -35,14 +36,12 @@ def make(threads, spin):
 
 variants = {(th, sp): make(th, sp) for th in (1, 2) for sp in (True, False)}
 res = {}
-for rep in range(3):
+for _rep in range(3):
     for key, sess in variants.items():
         enc._sessions[False] = sess
         s = time.perf_counter()
         t.predict_tags(sents, 64)
         res.setdefault(key, []).append(len(sents) / (time.perf_counter() - s))
 for k, v in res.items():
-    print(
-        "threads %d spinning %s: %.0f sent/s (%s)"
-        % (k[0], k[1], statistics.median(v), ", ".join("%.0f" % x for x in v))
-    )
+    runs = ", ".join(f"{x:.0f}" for x in v)
+    print(f"threads {k[0]:d} spinning {k[1]}: {statistics.median(v):.0f} sent/s ({runs})")

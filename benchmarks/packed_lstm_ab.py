@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from seqlab.lstm import BiLSTM  # noqa: E402
+from seqlab.lstm import BiLSTM
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -28,15 +28,15 @@ for b in (2, 4, 8, 16, 64):
         x = torch.randn(b, max(lens), 130)
         cases.append((x, torch.tensor(lens)))
     with torch.inference_mode():
-        for x, l in cases[:3]:
-            a, c = m(x, l), p(x, l)
-            mask = torch.arange(x.shape[1])[None] < l[:, None]
+        for x, lengths in cases[:3]:
+            a, c = m(x, lengths), p(x, lengths)
+            mask = torch.arange(x.shape[1])[None] < lengths[:, None]
             assert torch.allclose(a[mask], c[mask], atol=1e-5)
         res = {}
-        for rep in range(3):
+        for _rep in range(3):
             for name, net in (("per_direction", m), ("packed", p)):
                 s = time.perf_counter()
-                for x, l in cases:
-                    net(x, l)
+                for x, lengths in cases:
+                    net(x, lengths)
                 res.setdefault(name, []).append((time.perf_counter() - s) / len(cases) * 1e3)
     print(b, {k: round(min(v), 2) for k, v in res.items()}, "ms")

@@ -63,7 +63,8 @@ def main() -> None:
     p.add_argument("--tokens-per-sentence", type=float, default=23.7, help="CoNLL-2000 train mean")
     p.add_argument("--test-tokens-per-sentence", type=float, default=23.55, help="CoNLL-2000 test mean")
     args = p.parse_args()
-    result = json.loads(open(args.speed).read())
+    with open(args.speed) as f:
+        result = json.loads(f.read())
     if "median" in result:  # speed_compare.py: the new checkout's medians
         speeds = {k: v["new"] for k, v in result["median"].items()}
     else:

@@ -15,7 +15,10 @@ import sys
 
 
 def main() -> None:
-    rounds = [json.load(open(path)) for path in sys.argv[1:]]
+    rounds = []
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            rounds.append(json.load(f))
     if not rounds:
         sys.exit("usage: pool_rounds.py ROUND.json [ROUND.json ...]")
     figures = list(rounds[0]["runs"]["base"][0])

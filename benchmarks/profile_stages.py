@@ -6,9 +6,9 @@
 Inference: each test sentence as a raw string through ``Tagger.predict`` (batch 1), timed per stage:
 text -> Sentence, featurizers (text -> ids), collation (ids -> padded tensors), each embedder part,
 each encoder layer, the decoder (Viterbi), labels and spans; "other" is the rest of the call (Python
-glue between the stages). The same at batch 64 over the test set (``predict_tags``). Training: ``--train-batches`` steps of ``train_step``, with the forward
-split the same way and backward + optimiser step timed apart. Stage timers add a few microseconds
-per stage; the total is the untimed call's wall time, measured first. Run nothing else meanwhile.
+glue between the stages). The same at batch 64 over the test set (``predict_tags``). Training: ``--train-batches`` steps
+of ``train_step``, with the forward split the same way and backward + optimiser step timed apart. Stage timers add a few
+microseconds per stage; the total is the untimed call's wall time, measured first. Run nothing else meanwhile.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.tagger import Tagger
 from seqlab.training import make_optimizer, seed_everything
-
 
 CLOCK = time.perf_counter  # or time.thread_time (--clock cpu): CPU seconds, robust on a shared host
 

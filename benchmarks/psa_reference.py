@@ -14,7 +14,7 @@ class TanhAdditiveScores(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, w: Tensor) -> Tensor:
-        b, t, d = q.shape
+        b, t, _d = q.shape
         out = q.new_empty(b, t, t)
         for bs, qs in _blocks(q):
             out[bs, qs] = torch.tanh_(q[bs, qs, None] + k[bs, None]) @ w  # (rows, queries, T, d) @ (d,)

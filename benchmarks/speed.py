@@ -12,8 +12,8 @@ config's threshold, optimiser step). Inference: the whole test set through
 ``Tagger.predict_tags`` at each ``--batch-sizes`` (encoding, network, Viterbi and conversion back to
 the input's scheme included), after one warm-up pass; and ("text-1") each test sentence as a raw string
 through ``Tagger.predict`` one at a time (tokenizing, tags and spans included). ``--engine onnxruntime``
-runs the inference figures on that engine (training is always eager PyTorch). Weights are freshly initialised: throughput does
-not depend on their values. Run nothing else on the machine meanwhile.
+runs the inference figures on that engine (training is always eager PyTorch). Weights are freshly initialised:
+throughput does not depend on their values. Run nothing else on the machine meanwhile.
 """
 
 from __future__ import annotations

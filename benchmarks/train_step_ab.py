@@ -1,8 +1,8 @@
 """Two versions of a training step alternated in one process: the lever off (A) and on (B).
 
     python benchmarks/train_step_ab.py
-        --lever nadam|crf-numpy|crf-scaled|crf-compiled|step-wrappers|fused-sgd|fused-nadam|dropout|flat-lengths|gc-freeze|bilstm-pair|psa-tanh|
-                char-packed
+        --lever nadam|crf-numpy|crf-scaled|crf-compiled|step-wrappers|fused-sgd|fused-nadam|dropout|flat-lengths|
+                gc-freeze|bilstm-pair|psa-tanh|char-packed
         [--optimizer nadam|sgd] [--config configs/chunking-bilstm-crf.yaml] [--data-root ../shared/data]
         [--threads 2] [--reps 5] [--steps 130]
 
@@ -11,12 +11,12 @@ partition and gradient as PyTorch operations (A) against NumPy float64 (B, seqla
 ``crf-scaled``: the NumPy recursions in log space (A) against probability space (B, seqlab.crf_partition.CPU_SCALED;
 other roundings); ``crf-compiled``: the probability-space recursions as NumPy calls (A) against compiled by
 Numba (B, seqlab.crf_partition.CPU_COMPILED; other roundings); ``step-wrappers``: ``zero_grad`` and the optimiser's
-step through PyTorch's profiler-label wrapper (A) against ``seqlab.training.clear_grads`` and the step unwrapped where no
-hook or profiler needs it (B; the same bits); ``fused-sgd`` (use ``--optimizer sgd``): ``torch.optim.SGD(foreach=True)`` after
-``clip_grad_norm_`` (A) against the fused SGD taking the clipping factor (B, seqlab.training.FUSED_SGD; other
-roundings); ``fused-nadam``: seqlab's NAdam as its multi-tensor step after ``clip_grad_norm_`` (A) against two
-fused Adam calls taking the clipping factor (B, seqlab.optim.FUSED_NADAM; other roundings);
-``dropout``: ``torch.nn.Dropout`` (A) against ``seqlab.dropout.Dropout`` (B; other masks from the same seed,
+step through PyTorch's profiler-label wrapper (A) against ``seqlab.training.clear_grads`` and the step unwrapped where
+no hook or profiler needs it (B; the same bits); ``fused-sgd`` (use ``--optimizer sgd``):
+``torch.optim.SGD(foreach=True)`` after ``clip_grad_norm_`` (A) against the fused SGD taking the clipping factor (B,
+seqlab.training.FUSED_SGD; other roundings); ``fused-nadam``: seqlab's NAdam as its multi-tensor step after
+``clip_grad_norm_`` (A) against two fused Adam calls taking the clipping factor (B, seqlab.optim.FUSED_NADAM; other
+roundings); ``dropout``: ``torch.nn.Dropout`` (A) against ``seqlab.dropout.Dropout`` (B; other masks from the same seed,
 so the weights differ after the first step); ``flat-lengths``: FLAT's R for pairs with words by four lookups
 (A) against one lookup in the table of sums per span lengths (B; use a FLAT ``--config``); ``gc-freeze``: the
 whole heap seen by the garbage collector (A) against frozen after loading (B, ``gc.freeze()``, as
@@ -42,24 +42,23 @@ import statistics
 import time
 
 import torch
+from psa_reference import TanhAdditiveScores
 from torch import nn
 
 import seqlab.crf.partition as partition
-from seqlab.nn import rows
-from seqlab.training import optim
-from seqlab.training import step as training
 from seqlab.config import load_config
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.dropout import Dropout
-from seqlab.features.chars import CharCNN
 from seqlab.encoders import flat as flat_module
 from seqlab.encoders import psa as psa_module
-from psa_reference import TanhAdditiveScores
+from seqlab.features.chars import CharCNN
 from seqlab.lstm import BiLSTM
+from seqlab.nn import rows
 from seqlab.optim import NAdam
 from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything, train_step
+from seqlab.training import make_optimizer, optim, seed_everything, train_step
+from seqlab.training import step as training
 
 UNLABELLED = optim._hooks_or_profiler
 

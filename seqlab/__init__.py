@@ -22,12 +22,12 @@ the exact layers and checks them):
     cli           the command line (a module)
 """
 
+from seqlab.config import ExperimentConfig, load_config
+from seqlab.crf import CRF
+from seqlab.errors import SeqlabError
+from seqlab.tagger import Prediction, Span, Tagger
+from seqlab.training import evaluate, train
 from seqlab.version import __version__
-from seqlab.config import ExperimentConfig, load_config  # noqa: E402
-from seqlab.crf import CRF  # noqa: E402
-from seqlab.errors import SeqlabError  # noqa: E402
-from seqlab.tagger import Prediction, Span, Tagger  # noqa: E402
-from seqlab.training import evaluate, train  # noqa: E402
 
 __all__ = [
     "CRF",
@@ -36,8 +36,8 @@ __all__ = [
     "SeqlabError",
     "Span",
     "Tagger",
+    "__version__",
     "evaluate",
     "load_config",
     "train",
-    "__version__",
 ]

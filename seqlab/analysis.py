@@ -1,10 +1,10 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.evaluation.analysis`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.evaluation.analysis`. A module-level setting is read
+where it lives now: set it there, not here."""
 
 from seqlab.evaluation.analysis import (
     CHUNK_CLASSES,
-    ChunkingTyping,
     NONE,
+    ChunkingTyping,
     PartAnalysis,
     analyze,
     chunk_and_type,
@@ -14,8 +14,8 @@ from seqlab.evaluation.analysis import (
 
 __all__ = [
     "CHUNK_CLASSES",
-    "ChunkingTyping",
     "NONE",
+    "ChunkingTyping",
     "PartAnalysis",
     "analyze",
     "chunk_and_type",

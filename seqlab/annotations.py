@@ -1,12 +1,12 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.data.annotations`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.data.annotations`. A module-level setting is read
+where it lives now: set it there, not here."""
 
 from seqlab.data.annotations import (
     ANNOTATION_SUFFIXES,
-    CharSpan,
     FORMATS,
     JSON_FLAVOURS,
     OUTPUTS,
+    CharSpan,
     RecordWriter,
     align_spans,
     char_spans,
@@ -28,10 +28,10 @@ from seqlab.data.annotations import (
 
 __all__ = [
     "ANNOTATION_SUFFIXES",
-    "CharSpan",
     "FORMATS",
     "JSON_FLAVOURS",
     "OUTPUTS",
+    "CharSpan",
     "RecordWriter",
     "align_spans",
     "char_spans",

@@ -1,12 +1,12 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.evaluation.calibration`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.evaluation.calibration`. A module-level setting is
+read where it lives now: set it there, not here."""
 
 from seqlab.evaluation.calibration import (
-    Bin,
-    CalibrationError,
     GOLDEN,
     HIGHEST,
     LOWEST,
+    Bin,
+    CalibrationError,
     Likelihood,
     Reliability,
     TemperatureFit,
@@ -16,11 +16,11 @@ from seqlab.evaluation.calibration import (
 )
 
 __all__ = [
-    "Bin",
-    "CalibrationError",
     "GOLDEN",
     "HIGHEST",
     "LOWEST",
+    "Bin",
+    "CalibrationError",
     "Likelihood",
     "Reliability",
     "TemperatureFit",

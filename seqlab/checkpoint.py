@@ -1,11 +1,11 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.training.checkpoint`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.training.checkpoint`. A module-level setting is read
+where it lives now: set it there, not here."""
 
 from seqlab.training.checkpoint import (
     CPU_RNG_BYTES,
-    Checkpoint,
     SCALAR_STATES,
     TRAINER_KEYS,
+    Checkpoint,
     check_optimizer_state,
     load_checkpoint,
     optimizer_from_files,
@@ -15,9 +15,9 @@ from seqlab.training.checkpoint import (
 
 __all__ = [
     "CPU_RNG_BYTES",
-    "Checkpoint",
     "SCALAR_STATES",
     "TRAINER_KEYS",
+    "Checkpoint",
     "check_optimizer_state",
     "load_checkpoint",
     "optimizer_from_files",

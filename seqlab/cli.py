@@ -3,19 +3,22 @@
     seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...] [--nproc N]
     seqlab evaluate MODEL DATA [--output FILE] [--max-length N] [--engine torch|onnxruntime|auto]
     seqlab calibrate MODEL DEV_DATA [--out DIR] [--bins 10]
-    seqlab predict MODEL [FILE|-] [--input-format auto|text|conll] [--output-format conll|jsonl|doccano|labelstudio|spacy-jsonl] [--tokenizer T] [--nbest K] [--explain] [--max-length N] [--workers N] [--engine torch|onnxruntime|auto]
+    seqlab predict MODEL [FILE|-] [--input-format auto|text|conll]
+        [--output-format conll|jsonl|doccano|labelstudio|spacy-jsonl] [--tokenizer T] [--nbest K] [--explain]
+        [--max-length N] [--workers N] [--engine torch|onnxruntime|auto]
     seqlab score FILE [--scheme auto|IOB1|BIO|BIOES|BMES]
     seqlab info MODEL
     seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
-    seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N] [--threads N] [--engine torch|onnxruntime|auto] [--no-access-log]
+    seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N] [--threads N]
+        [--engine torch|onnxruntime|auto] [--no-access-log]
         [--max-sentences N] [--max-chars N] [--max-body-bytes N] [--worker-timeout SECONDS]
         [--worker-start-timeout SECONDS]
     seqlab export MODEL --format onnx --out model.onnx      (or --format torchscript --out model.pt)
     seqlab demo --out DIR
     seqlab convert IN OUT [--from FORMAT] [--to FORMAT] [--tokenizer whitespace|english|chars] [--scheme BIO]
     seqlab models [NAME] [--json]
-MODEL is a model folder, a .zip archive, or a named model (seqlab.named_models).
+MODEL is a model folder, a .zip archive, or a named model (seqlab.tagging.named_models).
 Bad input prints one line ``error: ...`` and exits with code 2.
 """
 
@@ -439,8 +442,8 @@ def cmd_evaluate(args) -> None:
 
 
 def cmd_calibrate(args) -> None:
-    from seqlab.evaluation.calibration import fit_temperature, reliability
     from seqlab.data.corpus import read_file
+    from seqlab.evaluation.calibration import fit_temperature, reliability
     from seqlab.tagger import Tagger
 
     tagger = Tagger.load(args.model, args.device)
@@ -605,8 +608,8 @@ def cmd_attention(args) -> None:
 def cmd_analyze(args) -> None:
     from dataclasses import asdict
 
-    from seqlab.evaluation.analysis import analyze, format_analysis
     from seqlab.data.corpus import read_file
+    from seqlab.evaluation.analysis import analyze, format_analysis
     from seqlab.tagger import Tagger
 
     tagger = Tagger.load(args.model, args.device)
@@ -624,8 +627,8 @@ def cmd_analyze(args) -> None:
 
 
 def cmd_export(args) -> None:
-    from seqlab.serving.export import EXPORTERS
     from seqlab.io.files import check_writable
+    from seqlab.serving.export import EXPORTERS
 
     out = Path(args.out)
     if out.is_dir():
@@ -637,10 +640,10 @@ def cmd_export(args) -> None:
 
 
 def cmd_serve(args) -> None:
-    from seqlab.tagging.named_models import resolve_model
     from seqlab.serving.app import Limits
     from seqlab.serving.serve import run_server
     from seqlab.serving.supervisor import Watchdog
+    from seqlab.tagging.named_models import resolve_model
 
     model = str(resolve_model(args.model))  # a name -> its folder: the workers get the path
     run_server(

@@ -16,12 +16,12 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from seqlab.data.batching import TOKENS
 from seqlab.decoders import DECODERS, CRFDecoderConfig
-from seqlab.features.embedder import RESERVED
 from seqlab.encoders import ENCODERS, BiLSTMConfig
 from seqlab.errors import SeqlabError
 from seqlab.features import FEATURES, CasingConfig, CharsConfig, WordsConfig
-from seqlab.registry import ConfigCheckError, LayerConfig, check_error
+from seqlab.features.embedder import RESERVED
 from seqlab.io.yamlload import load_yaml
+from seqlab.registry import ConfigCheckError, LayerConfig, check_error
 
 FEATURE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 RESERVED_FEATURE_NAMES = RESERVED | {TOKENS}  # Embedder attributes, and train.batch_length's default
@@ -106,7 +106,7 @@ class ModelConfig(LayerConfig):
     )
 
     @model_validator(mode="after")
-    def _stack_builds(self) -> "ModelConfig":
+    def _stack_builds(self) -> ModelConfig:
         """Walk the sizes through the stack, so a config that validates also builds."""
         try:
             dim = self.embedder.output_dim()
@@ -263,7 +263,7 @@ class TrainConfig(LayerConfig):
         return self.lr_schedule != "inverse_time" or bool(self.warmup_fraction)
 
     @model_validator(mode="after")
-    def _schedule_keys(self) -> "TrainConfig":
+    def _schedule_keys(self) -> TrainConfig:
         """A rate key of another schedule, given a value of its own, would be silently ignored: refused."""
         unused = {
             "inverse_time": ("lr_hold_steps", "lr_half_life_steps", "lr_min"),
@@ -284,7 +284,7 @@ class ExperimentConfig(LayerConfig):
     train: TrainConfig = Field(default_factory=TrainConfig, description="PSA paper's optimisation setting")
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> "ExperimentConfig":
+    def _cross_checks(self) -> ExperimentConfig:
         length = self.train.batch_length
         if length != "tokens" and length not in self.model.embedder.features:
             raise check_error(

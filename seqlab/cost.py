@@ -1,19 +1,19 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.runtime.cost`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.runtime.cost`. A module-level setting is read where it
+lives now: set it there, not here."""
 
 from seqlab.runtime.cost import (
-    Budget,
-    Cost,
     EXPLAIN_BYTES,
     FLAT_PER_HEAD,
     FLAT_PER_PAIR,
     FLOAT,
     MEMORY_BUDGET,
     META_ABOVE,
-    OverBudget,
     PARALLEL_PER_HEAD,
     PSA_PER_PAIR,
     WIDTH_COPIES,
+    Budget,
+    Cost,
+    OverBudget,
     network_cost,
     padded,
     parameter_shapes,
@@ -21,18 +21,18 @@ from seqlab.runtime.cost import (
 )
 
 __all__ = [
-    "Budget",
-    "Cost",
     "EXPLAIN_BYTES",
     "FLAT_PER_HEAD",
     "FLAT_PER_PAIR",
     "FLOAT",
     "MEMORY_BUDGET",
     "META_ABOVE",
-    "OverBudget",
     "PARALLEL_PER_HEAD",
     "PSA_PER_PAIR",
     "WIDTH_COPIES",
+    "Budget",
+    "Cost",
+    "OverBudget",
     "network_cost",
     "padded",
     "parameter_shapes",

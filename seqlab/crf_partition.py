@@ -1,5 +1,5 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.crf.partition` (and :mod:`seqlab.crf.host`).
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.crf.partition` (and :mod:`seqlab.crf.host`). A
+module-level setting is read where it lives now: set it there, not here."""
 
 from seqlab.crf.host import log_product
 from seqlab.crf.partition import (
@@ -7,8 +7,8 @@ from seqlab.crf.partition import (
     CPU_NUMPY,
     CPU_SCALED,
     GPU_ON_HOST,
-    LogPartition,
     PAIR_BLOCK,
+    LogPartition,
     alpha_recursion,
     beta_recursion,
     on_host,
@@ -19,8 +19,8 @@ __all__ = [
     "CPU_NUMPY",
     "CPU_SCALED",
     "GPU_ON_HOST",
-    "LogPartition",
     "PAIR_BLOCK",
+    "LogPartition",
     "alpha_recursion",
     "beta_recursion",
     "log_product",

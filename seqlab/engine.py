@@ -1,13 +1,13 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.runtime.engine`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.runtime.engine`. A module-level setting is read where
+it lives now: set it there, not here."""
 
 from seqlab.runtime.engine import (
     AUTO_ROWS,
     ENGINES,
-    EngineRunError,
-    OnnxEncoding,
     PAIRWISE_BUDGET,
     TOLERANCE,
+    EngineRunError,
+    OnnxEncoding,
     make_engine,
     refuse_off_cpu,
 )
@@ -15,10 +15,10 @@ from seqlab.runtime.engine import (
 __all__ = [
     "AUTO_ROWS",
     "ENGINES",
-    "EngineRunError",
-    "OnnxEncoding",
     "PAIRWISE_BUDGET",
     "TOLERANCE",
+    "EngineRunError",
+    "OnnxEncoding",
     "make_engine",
     "refuse_off_cpu",
 ]

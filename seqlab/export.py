@@ -1,7 +1,7 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.serving.export` (and :mod:`seqlab.runtime.tracing`).
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.serving.export` (and :mod:`seqlab.runtime.tracing`). A
+module-level setting is read where it lives now: set it there, not here."""
 
-from seqlab.runtime.tracing import EncoderNet, MAX_SPAN
+from seqlab.runtime.tracing import MAX_SPAN, EncoderNet
 from seqlab.serving.export import (
     EXPORTERS,
     EmissionNet,
@@ -14,10 +14,10 @@ from seqlab.serving.export import (
 
 __all__ = [
     "EXPORTERS",
+    "MAX_SPAN",
     "EmissionNet",
     "EncoderNet",
     "ExportedTagger",
-    "MAX_SPAN",
     "OnnxTagger",
     "TorchScriptTagger",
     "export_onnx",

@@ -1,5 +1,5 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.tagging.modelfile`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.tagging.modelfile`. A module-level setting is read
+where it lives now: set it there, not here."""
 
 from seqlab.tagging.modelfile import (
     DTYPES,
@@ -8,12 +8,12 @@ from seqlab.tagging.modelfile import (
     HEADER_BYTES_PER_TENSOR,
     MAX_BYTES,
     MAX_PARAMETER_BYTES,
-    ModelFiles,
-    ModelSource,
     NAMES,
     SUPPORTED_VERSIONS,
-    Shapes,
     WEIGHTS,
+    ModelFiles,
+    ModelSource,
+    Shapes,
     check_parameters,
     check_weights,
     migrate_v1,
@@ -29,12 +29,12 @@ __all__ = [
     "HEADER_BYTES_PER_TENSOR",
     "MAX_BYTES",
     "MAX_PARAMETER_BYTES",
-    "ModelFiles",
-    "ModelSource",
     "NAMES",
     "SUPPORTED_VERSIONS",
-    "Shapes",
     "WEIGHTS",
+    "ModelFiles",
+    "ModelSource",
+    "Shapes",
     "check_parameters",
     "check_weights",
     "migrate_v1",

@@ -1,5 +1,5 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.tagging.named_models`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.tagging.named_models`. A module-level setting is read
+where it lives now: set it there, not here."""
 
 from seqlab.tagging.named_models import (
     CARD_KEYS,

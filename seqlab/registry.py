@@ -34,7 +34,7 @@ class ConfigCheckError(ValueError):
         super().__init__(message)
         self.key, self.message = key, message
 
-    def within(self, prefix: str | int) -> "ConfigCheckError":
+    def within(self, prefix: str | int) -> ConfigCheckError:
         return ConfigCheckError(f"{prefix}.{self.key}" if self.key else str(prefix), self.message)
 
 

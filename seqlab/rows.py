@@ -1,6 +1,6 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.nn.rows`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.nn.rows`. A module-level setting is read where it
+lives now: set it there, not here."""
 
-from seqlab.nn.rows import LazyRows, MIN_DECAY, WINDOW, attach, detach, flush, lookup, mark, marked, table
+from seqlab.nn.rows import MIN_DECAY, WINDOW, LazyRows, attach, detach, flush, lookup, mark, marked, table
 
-__all__ = ["LazyRows", "MIN_DECAY", "WINDOW", "attach", "detach", "flush", "lookup", "mark", "marked", "table"]
+__all__ = ["MIN_DECAY", "WINDOW", "LazyRows", "attach", "detach", "flush", "lookup", "mark", "marked", "table"]

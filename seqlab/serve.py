@@ -1,8 +1,7 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.serving.serve` (and :mod:`seqlab.serving.app`).
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.serving.serve` (and :mod:`seqlab.serving.app`). A
+module-level setting is read where it lives now: set it there, not here."""
 
 from seqlab.serving.app import (
-    BodyLimit,
     ENV_DEVICE,
     ENV_ENGINE,
     ENV_LIMITS,
@@ -10,6 +9,7 @@ from seqlab.serving.app import (
     ENV_MAX_WAIT_MS,
     ENV_MODEL,
     ENV_THREADS,
+    BodyLimit,
     Limits,
     PredictRequest,
     app_from_env,
@@ -19,7 +19,6 @@ from seqlab.serving.app import (
 from seqlab.serving.serve import run_server
 
 __all__ = [
-    "BodyLimit",
     "ENV_DEVICE",
     "ENV_ENGINE",
     "ENV_LIMITS",
@@ -27,6 +26,7 @@ __all__ = [
     "ENV_MAX_WAIT_MS",
     "ENV_MODEL",
     "ENV_THREADS",
+    "BodyLimit",
     "Limits",
     "PredictRequest",
     "app_from_env",

@@ -1,5 +1,5 @@
-"""Deprecated import path, kept for one release: use :mod:`seqlab.integrations.spacy`.
-A module-level setting is read where it lives now: set it there, not here."""
+"""Deprecated import path, kept for one release: use :mod:`seqlab.integrations.spacy`. A module-level setting is read
+where it lives now: set it there, not here."""
 
 from seqlab.integrations.spacy import EXTENSION, MODES, SeqlabComponent, make_component
 

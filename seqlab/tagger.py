@@ -71,7 +71,8 @@ class Tagger:
         self.pad_overhead: int | None = PAD_OVERHEAD
         # the distinct tokens tagged so far, numbered: a batch's featurizers look its tokens up once between them
         self.token_types = TokenTypes(MEMO_TOKENS)
-        # bytes one call's tensors may take (seqlab.runtime.cost): a sentence over it is refused, a batch over it runs in parts
+        # bytes one call's tensors may take (seqlab.runtime.cost): a sentence over it is refused, a batch over it runs
+        # in parts
         self.memory_budget = MEMORY_BUDGET
         # sentences longer than this many tokens are tagged in pieces where a call gives no max_length (predict's
         # and evaluate's --max-length); None: whole
@@ -97,7 +98,7 @@ class Tagger:
         scheme: str,
         other: Sequence[Sentence] = (),
         device: str | torch.device = "cpu",
-    ) -> "Tagger":
+    ) -> Tagger:
         """Featurizers fitted on ``train`` (pre-trained words also from ``other``), tags, network."""
         featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
         for f in featurizers.values():
@@ -232,11 +233,11 @@ class Tagger:
         storage.save(self, path)
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu", engine: str = "torch") -> "Tagger":
+    def load(cls, path: str | Path, device: str | torch.device = "cpu", engine: str = "torch") -> Tagger:
         """Load a model folder or ``.zip`` archive, or a named model (``"en-ner"``: :mod:`seqlab.tagging.named_models`),
         onto ``device`` (cpu, cuda or auto), its encoding run by ``engine`` (see :meth:`set_engine`). Everything
-        read is validated; only JSON and safetensors are read: nothing is unpickled. A folder left mid-swap by a killed writer (``calibrate``, ``train``) is put back
-        first (:func:`seqlab.io.files.recover_dir`)."""
+        read is validated; only JSON and safetensors are read: nothing is unpickled. A folder left mid-swap by a killed
+        writer (``calibrate``, ``train``) is put back first (:func:`seqlab.io.files.recover_dir`)."""
         tagger = cls(*storage.load(path), device)
         if engine != "torch":
             tagger.set_engine(engine)
@@ -267,4 +268,4 @@ class Tagger:
         }
 
 
-__all__ = ["Tagger", "Prediction", "Span", "ScoredTags", "LayerExplanation", "Evaluation", "PAD", "UNK"]
+__all__ = ["PAD", "UNK", "Evaluation", "LayerExplanation", "Prediction", "ScoredTags", "Span", "Tagger"]

@@ -77,8 +77,8 @@ def torch_threads(n: int):
 
 
 def assert_same_on_two_threads(tagger, sentences, **predict) -> list:
-    """On two threads, batches of 4 sentences run side by side (``seqlab.runtime.devices.run_concurrently``, one intra-op
-    thread each) and predict exactly what the same batches give one after another on one thread: tags, n-best
+    """On two threads, batches of 4 sentences run side by side (``seqlab.runtime.devices.run_concurrently``, one
+    intra-op thread each) and predict exactly what the same batches give one after another on one thread: tags, n-best
     lists, confidences and explanations. Returns the predictions."""
     import torch
 

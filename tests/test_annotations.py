@@ -1,5 +1,5 @@
-"""Annotation formats (seqlab.data.annotations) and tokenizers (seqlab.data.tokenization): reading doccano, Label Studio,
-spaCy JSONL and DocBin; the alignment rule; round trips through every format; convert and predict on the command
+"""Annotation formats (seqlab.data.annotations) and tokenizers (seqlab.data.tokenization): reading doccano, Label
+Studio, spaCy JSONL and DocBin; the alignment rule; round trips through every format; convert and predict on the command
 line; training from JSONL."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from seqlab.cli import main
 from seqlab.data.annotations import (
     align_spans,
     char_spans,
@@ -21,10 +22,9 @@ from seqlab.data.annotations import (
     records_to_sentences,
     render_record,
 )
-from seqlab.cli import main
 from seqlab.data.schemes import get_spans, spans_to_tags
-from seqlab.errors import SeqlabError
 from seqlab.data.tokenization import TOKENIZERS, tokenize, tokens_of
+from seqlab.errors import SeqlabError
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 
 

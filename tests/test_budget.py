@@ -1,5 +1,6 @@
-"""Training by time (seqlab.training.budget): durations, the rate's schedule over the run, a budgeted run that stops in time,
-scores dev along the way, reaches its schedule's end, and continues its clock on --resume; the divergence guard."""
+"""Training by time (seqlab.training.budget): durations, the rate's schedule over the run, a budgeted run that stops in
+time, scores dev along the way, reaches its schedule's end, and continues its clock on --resume; the divergence
+guard."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ import math
 
 import pytest
 
-from seqlab.config import parse_duration
-from seqlab.training.budget import Plan, RunClock
-from seqlab.config import TrainConfig, config_from_dict
+from seqlab.config import TrainConfig, config_from_dict, parse_duration
 from seqlab.errors import SeqlabError
 from seqlab.training import learning_rate, train
+from seqlab.training.budget import Plan, RunClock
 from tests.conftest import tiny_config
 from tests.test_cli import assert_user_error, run
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from seqlab import Tagger
-from seqlab.nn.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders.softmax import SoftmaxDecoder
+from seqlab.nn.context import Context
 from tests.test_crf import make_crf, rand_emissions
 
 

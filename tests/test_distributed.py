@@ -22,11 +22,11 @@ from safetensors.torch import load_file
 
 from seqlab.config import config_from_dict
 from seqlab.data.batching import Encoded, batch_groups
-from seqlab.training.distributed import RankFailed, _context, _exit_with_launcher, _failure, _stop, _watch
-from seqlab.training.ranks import Ranks
 from seqlab.errors import SeqlabError
 from seqlab.io.files import recover_dir
 from seqlab.training import TrainResult, train, train_seeds
+from seqlab.training.distributed import RankFailed, _context, _exit_with_launcher, _failure, _stop, _watch
+from seqlab.training.ranks import Ranks
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 
 # 21 sentences in batches of 5: four batches split 3 + 2 between two ranks, and one of a single sentence

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from seqlab.features.chars import CharCNN, CharLSTM
+from seqlab.features.chars import CharCNN, CharFeatures, CharLSTM
 from tests.conftest import torch_threads
 
 
@@ -87,8 +87,7 @@ def test_char_cnn_in_training_packs_words_and_computes_what_conv1d_does(types):
         assert torch.allclose(enc._padded(chars), oracle, atol=1e-12)  # export's and the GPU's form
 
 
-def _features(make) -> "CharFeatures":
-    from seqlab.features.chars import CharFeatures
+def _features(make) -> CharFeatures:
 
     torch.manual_seed(0)
     return CharFeatures(make()).eval()
@@ -128,6 +127,7 @@ def test_inference_memo_gives_the_encoder_output(make):
 
 def test_inference_memo_is_bounded_and_survives_deepcopy(monkeypatch):
     import copy
+
     import seqlab.features.chars as chars_module
 
     features = _features(lambda: CharCNN(20, 6, 8, 3))

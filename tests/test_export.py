@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from seqlab import Tagger
 from seqlab.cli import main
 from seqlab.data.readers import read_bmes, read_conll
-
-from seqlab import Tagger  # noqa: E402
-from seqlab.serving.export import EXPORTERS, OnnxTagger, TorchScriptTagger  # noqa: E402
+from seqlab.serving.export import EXPORTERS, OnnxTagger, TorchScriptTagger
 
 FORMATS = ["onnx", "torchscript"]
 

@@ -15,7 +15,6 @@ import torch
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.nn.context import Context
 from seqlab.data.readers import read_bmes
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_long
@@ -32,6 +31,7 @@ from seqlab.errors import SeqlabError
 from seqlab.features.bigrams import BigramsConfig, bigrams
 from seqlab.features.lattice import LatticeConfig
 from seqlab.features.lexicon import Lexicon, jieba_dict_path, read_word_file
+from seqlab.nn.context import Context
 from tests.conftest import assert_same_on_two_threads
 
 FIGURE1 = list("重庆人和药店")  # the paper's Figure 1: Chongqing Renhe Pharmacy
@@ -293,7 +293,7 @@ def test_padding_gets_no_attention_and_changes_nothing(variant):
 def test_a_sentence_without_lexicon_words():
     torch.manual_seed(2)
     enc = flat_encoder()
-    ctx, n, w = batch_ctx([4], [[]])
+    ctx, _n, w = batch_ctx([4], [[]])
     assert w == 0
     ctx.published["lexicon"] = torch.randn(1, 0, 5)
     x = torch.randn(1, 4, 6)
@@ -505,7 +505,7 @@ def test_training_splits_long_sentences_and_keeps_every_token():
     pieces, split = split_long([s, Sentence(["子"], ["O"])], 4, "BMES")
     assert split == 1 and [len(p) for p in pieces] == [4, 4, 1, 1]
     assert [p.line for p in pieces[:3]] == [10, 14, 18]
-    assert sum((p.tokens for p in pieces[:3]), []) == s.tokens
+    assert [t for p in pieces[:3] for t in p.tokens] == s.tokens
 
 
 def test_warmup_is_linear_over_steps():

@@ -10,12 +10,12 @@ import torch
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.nn.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders import LabelDTConfig, TagSet
-from seqlab.nn.dt import DTRNN, TGRUCell
 from seqlab.encoders import GlobalContextConfig
 from seqlab.errors import SeqlabError
+from seqlab.nn.context import Context
+from seqlab.nn.dt import DTRNN, TGRUCell
 from tests.conftest import (
     assert_same_on_two_threads,
     assert_save_load_identical,
@@ -140,11 +140,11 @@ def test_beam_one_is_greedy(seed):
 
             def score(y):
                 tags = torch.zeros(1, 3, dtype=torch.long)
-                tags[0, : t + 1] = torch.tensor(prefix + [y])
+                tags[0, : t + 1] = torch.tensor(prefix + [y])  # noqa: B023 - called in this iteration
                 m = torch.zeros(1, 3, dtype=torch.bool)
-                m[0, : t + 1] = True
+                m[0, : t + 1] = True  # noqa: B023
                 with torch.no_grad():
-                    return -dec.loss(feats[b : b + 1], tags, m, ctx).item()
+                    return -dec.loss(feats[b : b + 1], tags, m, ctx).item()  # noqa: B023
 
             prefix.append(max(range(3), key=score))
         assert got[b, :n].tolist() == prefix

@@ -183,9 +183,9 @@ def layer_of(name: str) -> int | None:
     best = None
     for k, layer in enumerate(LAYERS):
         for prefix in layer:
-            if name == prefix or name.startswith(prefix + "."):
-                if best is None or len(prefix) > len(best[1]):
-                    best = (k, prefix)
+            inside = name == prefix or name.startswith(prefix + ".")
+            if inside and (best is None or len(prefix) > len(best[1])):
+                best = (k, prefix)
     return None if best is None else best[0]
 
 

@@ -12,17 +12,16 @@ import torch
 from torch import nn
 
 from seqlab import Tagger, train
-from seqlab.evaluation.analysis import chunk_and_type, zeroed_for
 from seqlab.config import config_from_dict
-from seqlab.nn.context import Context
 from seqlab.data.vocab import CHIU_NICHOLS_CLASSES, chiu_nichols_class
 from seqlab.encoders import BiLSTMConfig, ParallelAttentionConfig
 from seqlab.errors import SeqlabError
-from seqlab.features.chars import CharCNN, char_type_table
+from seqlab.evaluation.analysis import chunk_and_type, zeroed_for
 from seqlab.evaluation.metrics import span_f1
+from seqlab.features.chars import CharCNN, char_type_table
+from seqlab.nn.context import Context
 from tests.conftest import assert_same_on_two_threads, assert_save_load_identical, tiny_config, train_tiny
 from tests.test_cli import assert_user_error, run
-
 
 # ----- deep Bi-LSTM: cross and per-direction stacking -------------------------------------------------
 

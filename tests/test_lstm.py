@@ -10,8 +10,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.nn.context import Context
 from seqlab.encoders.bilstm import BiLSTMEncoder
+from seqlab.nn.context import Context
 from seqlab.nn.lstm import BiLSTM, gather_steps, reversal_index
 
 

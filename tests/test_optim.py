@@ -1,5 +1,5 @@
-"""seqlab.training.optim.NAdam: torch.optim.NAdam's update, to the bit in its multi-tensor step (without the slow square root of
-zeros) and to float rounding as two fused Adam calls; the fused SGD and NAdam that take the clipping factor
+"""seqlab.training.optim.NAdam: torch.optim.NAdam's update, to the bit in its multi-tensor step (without the slow square
+root of zeros) and to float rounding as two fused Adam calls; the fused SGD and NAdam that take the clipping factor
 (seqlab.training.step.clip_and_step)."""
 
 from __future__ import annotations
@@ -283,9 +283,8 @@ def test_step_hooks_and_the_profiler_label_still_work(make):
     """seqlab's optimisers skip PyTorch's step wrapper only where nothing needs it: registered step hooks (on the
     optimiser or global) still run around the step, a profiler still sees the step's label, and without either
     the step updates the weights the same; clear_grads leaves every gradient None, as zero_grad(set_to_none)."""
-    from torch.profiler import profile
-
     from torch.optim.optimizer import register_optimizer_step_pre_hook
+    from torch.profiler import profile
 
     from seqlab.training import clear_grads
 

@@ -77,7 +77,7 @@ def test_an_error_in_a_worker_comes_back_as_seqlab_error(tmp_path):
 def gcdt_model(tmp_path_factory) -> Path:
     """A barely trained GCDT tagger (beam-search decoder): greedy and beam search disagree on some sentences."""
     from seqlab.config import config_from_dict
-    from tests.conftest import train_tiny, tiny_config
+    from tests.conftest import tiny_config, train_tiny
 
     def config(path):
         raw = tiny_config(path).model_dump(mode="json")
@@ -97,8 +97,7 @@ def gcdt_model(tmp_path_factory) -> Path:
 
 
 def test_beam_applies_in_the_workers(gcdt_model, tmp_path, capsys):
-    from seqlab.data.readers import read_raw
-    from seqlab.data.readers import chunked
+    from seqlab.data.readers import chunked, read_raw
     from seqlab.serving.parallel import render_chunk
     from seqlab.tagger import Tagger
 

@@ -1,7 +1,7 @@
 """A table of bad inputs through the command line: data files, configs, model folders, checkpoints and command
-lines (HTTP requests: tests/test_serve.py). Each must end with exit code 2 and one line naming what is wrong (the file and line, or the config key),
-no traceback, and nothing written where nothing should be. Runs in-process (``seqlab.cli.main``) to stay fast;
-the subprocess path is covered by tests/test_cli.py."""
+lines (HTTP requests: tests/test_serve.py). Each must end with exit code 2 and one line naming what is wrong (the file
+and line, or the config key), no traceback, and nothing written where nothing should be. Runs in-process
+(``seqlab.cli.main``) to stay fast; the subprocess path is covered by tests/test_cli.py."""
 
 from __future__ import annotations
 
@@ -1096,9 +1096,9 @@ def test_a_swap_killed_with_only_the_old_copy_left_gets_it_back(world, tmp_path)
 
 
 def test_check_optimizer_state_names_a_tensor_of_another_shape(world):
-    from seqlab.training.checkpoint import check_optimizer_state, load_checkpoint
     from seqlab.errors import SeqlabError
     from seqlab.tagger import Tagger
+    from seqlab.training.checkpoint import check_optimizer_state, load_checkpoint
 
     folder = world["run"] / "checkpoint"
     checkpoint = load_checkpoint(folder)

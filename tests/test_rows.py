@@ -8,10 +8,10 @@ import copy
 import pytest
 import torch
 
-from seqlab.nn import rows
 from seqlab.features.words import WordEmbedding
-from seqlab.training.optim import SGD
+from seqlab.nn import rows
 from seqlab.training import clip_and_step
+from seqlab.training.optim import SGD
 
 VOCAB, DIM = 60, 4
 
@@ -156,9 +156,9 @@ def test_the_momentum_state_moves_between_torch_sgd_and_ours():
 
         def make(kind):
             return (
-                SGD(net.parameters(), lr=0.1, momentum=0.9, fused=True, row_tables=True)
+                SGD(net.parameters(), lr=0.1, momentum=0.9, fused=True, row_tables=True)  # noqa: B023 - called below
                 if kind == "rows"
-                else torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
+                else torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)  # noqa: B023
             )
 
         opt = make(first)

@@ -120,8 +120,8 @@ def test_concurrent_requests_share_network_calls(shared_tiny_model):
 def test_an_error_reaches_only_the_request_that_caused_it():
     import asyncio
 
-    from seqlab.serving.batcher import MicroBatcher
     from seqlab.errors import SeqlabError
+    from seqlab.serving.batcher import MicroBatcher
 
     def run(sentences, options):
         if "bad" in sentences:
@@ -173,14 +173,13 @@ def _wait_ready(base: str) -> None:
 
 def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
     import json
+    import os
     import signal
     import subprocess
+    import sys
     import threading
     import time
     import urllib.request
-
-    import os
-    import sys
 
     server, base = _serve(shared_tiny_model[1], stderr=subprocess.PIPE)
     try:
@@ -622,7 +621,7 @@ def test_heartbeats_come_from_the_event_loop_once_the_app_has_started():
         await inbox.put({"type": "lifespan.startup"})
         await asyncio.sleep(0.1)
         counts.append(counter.value)
-        time.sleep(0.1)  # noqa: ASYNC251 - the loop is blocked: no beat meanwhile
+        time.sleep(0.1)
         counts.append(counter.value)
         await inbox.put({"type": "lifespan.shutdown"})
         await lifespan

@@ -34,6 +34,7 @@ def ner_model(shared_tiny_model, tmp_path_factory) -> Path:
 
 def test_registered_by_entry_point():
     from importlib.metadata import entry_points
+
     from seqlab.integrations.spacy import make_component
 
     (point,) = [p for p in entry_points(group="spacy_factories") if p.name == "seqlab"]

@@ -14,15 +14,14 @@ from torch import Tensor, nn
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.nn.context import Context
 from seqlab.data.batching import make_batches
 from seqlab.data.readers import read_conll
 from seqlab.decoders import DECODERS, Decoded, Decoder, DecoderConfig, NoExactNBest, TagSet
 from seqlab.encoders import ENCODERS, Encoder, EncoderConfig
 from seqlab.errors import SeqlabError
 from seqlab.features import FEATURES, FeatureConfig, FeatureModule, Featurizer
+from seqlab.nn.context import Context
 from tests.conftest import tiny_config, train_tiny
-
 
 # ----- a toy featurizer: the token's length, bucketed; it reports a length of its own -----------------
 
@@ -36,7 +35,7 @@ class ToyLengthConfig(FeatureConfig):
     def output_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "ToyLengthFeaturizer":
+    def build(self, name: str) -> ToyLengthFeaturizer:
         return ToyLengthFeaturizer(name, self)
 
 
@@ -90,7 +89,7 @@ class ToyMeanConfig(EncoderConfig):
     def published_sizes(self, input_dim: int) -> dict[str, int]:
         return {"sentence_mean": self.size}
 
-    def build(self, input_dim: int) -> "ToyMeanEncoder":
+    def build(self, input_dim: int) -> ToyMeanEncoder:
         return ToyMeanEncoder(input_dim, self.size)
 
 
@@ -115,7 +114,7 @@ class ToyMeanEncoder(Encoder):
 class ToyDecoderConfig(DecoderConfig):
     type: Literal["toy_softmax"] = "toy_softmax"
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "ToyDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> ToyDecoder:
         return ToyDecoder(input_dim, len(tags))
 
 

@@ -74,7 +74,7 @@ def test_features_padding_invariant(trained):
     from seqlab.data.batching import collate
     from seqlab.data.sentence import Sentence
 
-    short = Sentence("He sold it .".split())
+    short = Sentence(["He", "sold", "it", "."])
     long = Sentence(("Extraordinarily " * 30 + "uncharacteristically long sentence .").split())
     enc = tagger.encode([short, long], with_tags=False)
     tagger.net.eval()
@@ -208,7 +208,7 @@ def test_small_cpu_batches_run_on_one_thread_and_the_setting_is_restored():
         with threads_for(SMALL_BATCH + 1, cpu):
             assert torch.get_num_threads() == 2
         with pytest.raises(ZeroDivisionError), threads_for(1, cpu):
-            1 / 0
+            1 / 0  # noqa: B018
         assert torch.get_num_threads() == 2  # restored on an error too
     finally:
         torch.set_num_threads(before)

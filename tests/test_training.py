@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from seqlab.training.averaging import WeightAverage
 from seqlab.config import TrainConfig, config_from_dict
 from seqlab.tagger import Tagger
 from seqlab.training import learning_rate, train, train_seeds
+from seqlab.training.averaging import WeightAverage
 from tests.conftest import tiny_config
 
 
@@ -217,6 +217,7 @@ def test_kill_in_the_folder_swap_or_after_the_log_append_resumes_bit_identical(t
     """Simulated kills: (a) between the two renames of the checkpoint swap, (b) after an epoch's log line
     but before its checkpoint. Both resume to the same model as an uninterrupted run, with an intact log."""
     import os
+
     from safetensors.torch import load_file
 
     import seqlab.io.files as sio

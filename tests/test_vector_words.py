@@ -1,5 +1,5 @@
-"""Words the vectors know are never UNK (seqlab.features.words, seqlab.features.vectors.VectorIndex): a loaded model built
-on pre-trained vectors gives a word outside its vocabulary that word's vector, for frozen and fine-tuned tables;
+"""Words the vectors know are never UNK (seqlab.features.words, seqlab.features.vectors.VectorIndex): a loaded model
+built on pre-trained vectors gives a word outside its vocabulary that word's vector, for frozen and fine-tuned tables;
 words in the vocabulary keep their predictions exactly."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from seqlab.runtime.blas import one_blas_thread
 
 _log = logging.getLogger(__name__)
 
-_KERNELS: tuple | None | bool = False  # False: not tried yet; None: Numba missing or failed; else (forward, backward)
+_KERNELS: tuple | bool | None = False  # False: not tried yet; None: Numba missing or failed; else (forward, backward)
 
 
 def _forward(probs, tops, exp_trans_t, start_probs, end_probs, lengths, alphas, sums, log_z):  # pragma: no cover
@@ -141,7 +141,7 @@ def kernels() -> tuple | None:
         try:
             forward = _compile(numba, [b1(c3, c2, c2, c1, c1, i64[::1], c3, c2, c1)], _forward)
             backward = _compile(numba, [b1(c1, c2, c1, i64[::1], c3, c3, c2, c3, c2, c1, c1)], _backward)
-        except Exception as error:  # noqa: BLE001 - any compiler failure leaves the NumPy path, which is exact
+        except Exception as error:
             _log.warning("the CRF's compiled recursions are unavailable (%s); NumPy runs them", error)
             return None
         _KERNELS = (forward, backward)

@@ -30,8 +30,8 @@ from torch import Tensor, nn
 
 from seqlab.crf.partition import LogPartition, alpha_recursion, beta_recursion
 from seqlab.crf.posteriors import forward_backward
-from seqlab.nn.versions import weights_key
 from seqlab.crf.viterbi import viterbi
+from seqlab.nn.versions import weights_key
 
 __all__ = ["CRF", "DISALLOWED_SCORE", "TagPath", "kbest_paths"]
 
@@ -166,7 +166,8 @@ class CRF(nn.Module):
             real = tags[mask]
             if real.numel() and bool(((real < 0) | (real >= self.num_tags)).any()):
                 raise ValueError(
-                    f"tags: expected values in [0, {self.num_tags}) on real tokens, got min {int(real.min())} max {int(real.max())}"
+                    f"tags: expected values in [0, {self.num_tags}) on real tokens, "
+                    f"got min {int(real.min())} max {int(real.max())}"
                 )
         return mask
 
@@ -379,7 +380,7 @@ class CRF(nn.Module):
         for batches of up to :data:`GPU_HOST_VITERBI_ROWS` sentences on a CUDA GPU (where each of the PyTorch
         loop's few operations per time step is a kernel launch); else in PyTorch."""
         device = emissions.device.type
-        host = device == "cpu" or device == "cuda" and emissions.shape[0] <= GPU_HOST_VITERBI_ROWS
+        host = device == "cpu" or (device == "cuda" and emissions.shape[0] <= GPU_HOST_VITERBI_ROWS)
         if not host or emissions.requires_grad:
             return self._viterbi_torch(emissions, mask)
         trans, start, end = self._numpy_potentials()
@@ -390,7 +391,7 @@ class CRF(nn.Module):
         """Max-product forward pass keeping only the best scores per step (``amax`` is several times
         cheaper than ``max`` with indices); the backward pass recomputes, for the one chosen tag per
         sentence, which predecessor gave its score: the same sums, so the same argmax."""
-        batch, seq_len, num_tags = emissions.shape
+        _batch, seq_len, _num_tags = emissions.shape
         emissions, mask, _ = self._trim(emissions, mask)
         trans, start, end = self.potentials()
         mask_t = mask.unsqueeze(2)  # (batch, max_len, 1)

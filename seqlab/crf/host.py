@@ -4,8 +4,9 @@
 betas are also the forward-backward of CPU confidences (:mod:`seqlab.crf.posteriors`). :class:`ScaledPartition`
 runs them in probability space (Rabiner's scaling), about half the NumPy calls, and raises :class:`Underflow` where
 a sentence's probabilities underflow float64 (:meth:`ScaledPartition.or_log_space` then falls back to
-:class:`NumpyPartition`). :mod:`seqlab.crf.compiled` computes the scaled recursions compiled; :mod:`seqlab.crf.partition`
-chooses among the three. Inputs as :class:`seqlab.crf.partition.LogPartition`'s, as NumPy arrays.
+:class:`NumpyPartition`). :mod:`seqlab.crf.compiled` computes the scaled recursions compiled;
+:mod:`seqlab.crf.partition` chooses among the three. Inputs as :class:`seqlab.crf.partition.LogPartition`'s, as NumPy
+arrays.
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from seqlab.runtime.blas import one_blas_thread
 from seqlab.crf.compiled import CompiledPartition, kernels
 from seqlab.crf.host import NumpyPartition, ScaledPartition, Underflow
+from seqlab.runtime.blas import one_blas_thread
 
 #: Pair marginals of the PyTorch gradient are summed over blocks of time steps of at most this many
 #: (batch x steps x tags x tags) elements: memory stays bounded for long sentences and large tag sets.

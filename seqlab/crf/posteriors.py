@@ -2,11 +2,11 @@
 
 Like the Viterbi of :mod:`seqlab.crf.viterbi`, a recursion is a loop over time steps of small array operations,
 whose cost in PyTorch is its per-call dispatch: on 2 cores, one 24-token sentence with 23 tags took about
-1 ms per recursion as PyTorch float32 ops. Here each step is a few NumPy operations in float64 (a shifted matrix product, as in
-:class:`seqlab.crf.host.NumpyPartition`): the matrix product's rounding may depend on how many rows it
+1 ms per recursion as PyTorch float32 ops. Here each step is a few NumPy operations in float64 (a shifted matrix
+product, as in :class:`seqlab.crf.host.NumpyPartition`): the matrix product's rounding may depend on how many rows it
 has, but in float64 that is ~1e-16, so confidences are the same at any batch size to far below what is
-reported (in float32 the differences reached 1e-5). :meth:`seqlab.crf.crf.CRF._forward_backward` uses this without gradients on CPU; the
-PyTorch recursions (:mod:`seqlab.crf.partition`) remain for training and differentiable marginals.
+reported (in float32 the differences reached 1e-5). :meth:`seqlab.crf.crf.CRF._forward_backward` uses this without
+gradients on CPU; the PyTorch recursions (:mod:`seqlab.crf.partition`) remain for training and differentiable marginals.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seqlab.runtime.blas import one_blas_thread
 from seqlab.crf.host import NumpyPartition
+from seqlab.runtime.blas import one_blas_thread
 
 
 @dataclass

@@ -52,8 +52,8 @@ from typing import IO, Any
 
 from seqlab.data.schemes import SCHEMES, detect_scheme, get_spans, normalize_scheme, spans_to_tags, split_tag
 from seqlab.data.sentence import Sentence
-from seqlab.errors import SeqlabError
 from seqlab.data.tokenization import TOKENIZERS, Offsets, tokenize
+from seqlab.errors import SeqlabError
 
 log = logging.getLogger("seqlab")
 
@@ -486,7 +486,7 @@ def _iter_docbin(path: Path, scheme: str) -> Iterator[Sentence]:
         raise SeqlabError("no such file", path=path)
     try:
         docs = list(DocBin().from_disk(path).get_docs(spacy.vocab.Vocab()))
-    except Exception as err:  # noqa: BLE001 - spaCy / srsly raise their own types for a file that is not a DocBin
+    except Exception as err:
         why = (str(err).splitlines() or [type(err).__name__])[0][:200]
         raise SeqlabError(f"not a spaCy DocBin file: {why}", path=path) from None
     for number, doc in enumerate(docs, start=1):
@@ -774,7 +774,7 @@ def convert(
             buf.write("\n")
     else:
         writer = RecordWriter(buf, _layout(dst) == "array")
-        for text, offsets, spans, tokens, columns, record, kind in items:
+        for text, offsets, spans, _tokens, columns, record, kind in items:
             out = render_record(text, offsets, spans or [], fout, record, kind)
             if spans is None and fout != "labelstudio":
                 out.pop("label" if fout == "doccano" else "spans", None)

@@ -45,7 +45,7 @@ class Batch:
     def num_tokens(self) -> int:
         return int(self.lengths.sum())
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         if self.mask.device == torch.device(device):
             return self
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731

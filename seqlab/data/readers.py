@@ -43,7 +43,7 @@ def numbered_lines(path: PathLike | IO[bytes], encoding: str, source: str | None
     ``\u2029``) are text. Bytes that are not ``encoding`` are an error naming their line."""
     if isinstance(path, (str, os.PathLike)):
         try:
-            handle = open(path, "rb")
+            handle = open(path, "rb")  # noqa: SIM115 - closed by the TextIOWrapper below
         except FileNotFoundError:
             raise SeqlabError("no such file", path=path) from None
         except IsADirectoryError:

@@ -15,10 +15,10 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.nn.context import Context
 from seqlab.crf.crf import TagPath
 from seqlab.data.schemes import allowed_transitions
 from seqlab.errors import SeqlabError
+from seqlab.nn.context import Context
 from seqlab.registry import LayerConfig, Registry
 
 DECODERS: Registry = Registry("decoder")
@@ -80,7 +80,7 @@ class DecoderConfig(LayerConfig):
         """Raise :class:`~seqlab.registry.ConfigCheckError` if the decoder cannot take this input size, or
         needs a tensor the encoder layers do not publish (``published``: name -> last dimension)."""
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "Decoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> Decoder:
         raise NotImplementedError
 
 

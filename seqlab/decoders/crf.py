@@ -7,9 +7,9 @@ from typing import Literal
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.nn.context import Context
 from seqlab.crf.crf import CRF, TagPath
 from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, ProbabilisticDecoderConfig, TagSet
+from seqlab.nn.context import Context
 
 
 @DECODERS.register
@@ -17,7 +17,7 @@ class CRFDecoderConfig(ProbabilisticDecoderConfig):
     type: Literal["crf"] = "crf"
     constrained: bool = Field(True, description="forbid transitions invalid in the training scheme")
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "CRFDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> CRFDecoder:
         constraints = tags.constraints() if self.constrained else None
         decoder = CRFDecoder(input_dim, len(tags), *(constraints or ()))
         decoder.temperature = self.temperature

@@ -20,13 +20,13 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.nn.context import Context
 from seqlab.crf.crf import TagPath
 from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagSet
+from seqlab.encoders.gcdt import DTOptions
+from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
 from seqlab.nn.dt import DTRNN
 from seqlab.nn.positions import sinusoidal_positions
-from seqlab.encoders.gcdt import DTOptions
 from seqlab.registry import ConfigCheckError
 
 
@@ -51,7 +51,7 @@ class LabelDTConfig(DecoderConfig, DTOptions):
                 "(which publishes 'global') before the decoder",
             )
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "LabelDTDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> LabelDTDecoder:
         return LabelDTDecoder(input_dim, tags, self, published.get("global", 0))
 
 

@@ -8,16 +8,16 @@ from typing import Literal
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.nn.context import Context
 from seqlab.crf.crf import TagPath, kbest_paths
 from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, ProbabilisticDecoderConfig, TagSet
+from seqlab.nn.context import Context
 
 
 @DECODERS.register
 class SoftmaxDecoderConfig(ProbabilisticDecoderConfig):
     type: Literal["softmax"] = "softmax"
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "SoftmaxDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> SoftmaxDecoder:
         decoder = SoftmaxDecoder(input_dim, len(tags))
         decoder.temperature = self.temperature
         return decoder

@@ -23,9 +23,9 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
-from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.registry import ConfigCheckError
 
 
@@ -52,7 +52,7 @@ class ParallelAttentionConfig(EncoderConfig):
     def output_dim(self, input_dim: int) -> int:
         return input_dim + self.heads * self._head_size(input_dim)
 
-    def build(self, input_dim: int) -> "ParallelAttentionEncoder":
+    def build(self, input_dim: int) -> ParallelAttentionEncoder:
         return ParallelAttentionEncoder(input_dim, self.heads, self._head_size(input_dim), self.dropout)
 
 

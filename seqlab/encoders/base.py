@@ -31,10 +31,10 @@ class EncoderConfig(LayerConfig):
         """Raise :class:`~seqlab.registry.ConfigCheckError` when the layer needs a published tensor
         (``published``: name -> last dimension, from the features and the layers below) that is not there."""
 
-    def build(self, input_dim: int) -> "Encoder":
+    def build(self, input_dim: int) -> Encoder:
         raise NotImplementedError
 
-    def build_in(self, input_dim: int, published: Mapping[str, int]) -> "Encoder":
+    def build_in(self, input_dim: int, published: Mapping[str, int]) -> Encoder:
         """Build the layer within a stack; a layer that reads published tensors (a lattice encoder reading
         word embeddings) overrides this to size itself on them."""
         return self.build(input_dim)
@@ -53,7 +53,7 @@ class Encoder(nn.Module):
     """
 
     output_dim: int
-    columns: dict[str, tuple[int, int]] = {}
+    columns: dict[str, tuple[int, int]] = {}  # noqa: RUF012 - read-only here; a layer with columns sets its own
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:  # pragma: no cover - interface
         raise NotImplementedError

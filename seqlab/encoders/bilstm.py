@@ -7,9 +7,9 @@ from typing import Literal
 from pydantic import Field, field_validator
 from torch import Tensor, nn
 
+from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
-from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.nn.lstm import BiLSTM
 
 
@@ -36,7 +36,7 @@ class BiLSTMConfig(EncoderConfig):
     def output_dim(self, input_dim: int) -> int:
         return self.hidden
 
-    def build(self, input_dim: int) -> "BiLSTMEncoder":
+    def build(self, input_dim: int) -> BiLSTMEncoder:
         return BiLSTMEncoder(input_dim, self.hidden, self.layers, self.dropout, self.stacking == "cross")
 
 

@@ -51,9 +51,9 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
-from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.registry import ConfigCheckError
 
 BLOCK_ELEMENTS = 1 << 22  # floats in one (batch, query rows, L, d_model) block of R: 16 MB
@@ -106,10 +106,10 @@ class FlatConfig(EncoderConfig):
     def output_dim(self, input_dim: int) -> int:
         return self.d_model
 
-    def build(self, input_dim: int) -> "FlatEncoder":
+    def build(self, input_dim: int) -> FlatEncoder:
         return self.build_in(input_dim, {})
 
-    def build_in(self, input_dim: int, published: Mapping[str, int]) -> "FlatEncoder":
+    def build_in(self, input_dim: int, published: Mapping[str, int]) -> FlatEncoder:
         self.check(input_dim, published)
         word_dim = published[self.lattice] if self.lattice is not None else None
         return FlatEncoder(self, input_dim, word_dim)
@@ -186,7 +186,7 @@ class RelativeSpanEncoding(nn.Module):
         characters (head = tail = position), whose pairs go through :meth:`_toeplitz`."""
         if self.naive:
             return torch.einsum("bhie,bije->bhij", qr, self.naive_r(heads, tails))
-        b, _, length, d = qr.shape
+        _b, _, length, _d = qr.shape
         if self.fixed_span is not None:  # a traced graph: no sizes read from the data
             table, offset = self.tables(self.fixed_span, qr.device)
             return self._block(qr, table, heads, tails, slice(None), slice(None), offset)

@@ -19,10 +19,10 @@ import torch
 from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
+from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
-from seqlab.nn.dt import BiDTRNN, DTRNN
-from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
+from seqlab.nn.dt import DTRNN, BiDTRNN
 from seqlab.registry import ConfigCheckError, LayerConfig, check_error
 
 
@@ -70,7 +70,7 @@ class DTConfig(EncoderConfig, DTOptions):
     dropout: float = Field(0.3, ge=0.0, lt=1.0, description="on the hidden states, 0.3 in the paper")
 
     @model_validator(mode="after")
-    def _hidden_even(self) -> "DTConfig":
+    def _hidden_even(self) -> DTConfig:
         if self.bidirectional and self.hidden % 2:
             raise check_error(
                 ConfigCheckError(
@@ -83,7 +83,7 @@ class DTConfig(EncoderConfig, DTOptions):
     def output_dim(self, input_dim: int) -> int:
         return self.hidden
 
-    def build(self, input_dim: int) -> "DTEncoder":
+    def build(self, input_dim: int) -> DTEncoder:
         return DTEncoder(input_dim, self)
 
 
@@ -129,7 +129,7 @@ class GlobalContextConfig(EncoderConfig, DTOptions):
     def published_sizes(self, input_dim: int) -> dict[str, int]:
         return {"global": self.hidden}
 
-    def build(self, input_dim: int) -> "GlobalContextEncoder":
+    def build(self, input_dim: int) -> GlobalContextEncoder:
         return GlobalContextEncoder(input_dim, self)
 
 

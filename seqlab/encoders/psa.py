@@ -87,9 +87,9 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
-from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.nn.positions import sinusoidal_positions
 
 Variant = Literal["journal", "early"]
@@ -132,7 +132,7 @@ class AdditiveScores(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, w: Tensor) -> Tensor:
-        b, t, d = q.shape
+        b, t, _d = q.shape
         q2, k2 = q * 2.0, k * 2.0  # exact: sigmoid(2 (q_i + k_j)) sees the same values as tanh(q_i + k_j)
         out = q.new_empty(b, t, t)
         for bs, qs in _blocks(q):
@@ -229,7 +229,7 @@ class PSAFusionConfig(EncoderConfig):
     def output_dim(self, input_dim: int) -> int:
         return input_dim if self.gate else 2 * input_dim
 
-    def build(self, input_dim: int) -> "PSAFusionEncoder":
+    def build(self, input_dim: int) -> PSAFusionEncoder:
         return PSAFusionEncoder(
             input_dim,
             variant=self.variant,
@@ -339,7 +339,7 @@ class PositionAwareAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """Attention weights (batch, T, T): rows sum to 1 over allowed keys; 0 where no key is allowed."""
-        b, t, _ = x.shape
+        _b, t, _ = x.shape
         query = self.w1(x)  # (batch, T, d): W1 x_i
         key = self.w2(x)  # (batch, T, d): W2 x_j + b
         w = self.score.weight.squeeze(0)  # (d,)

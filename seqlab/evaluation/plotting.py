@@ -8,9 +8,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from seqlab.io.files import atomic_write_bytes  # noqa: E402
+from seqlab.io.files import atomic_write_bytes
 
 
 def _save(fig, path: str | Path) -> None:

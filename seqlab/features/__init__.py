@@ -11,15 +11,15 @@ from seqlab.features.words import WordsConfig
 
 __all__ = [
     "FEATURES",
+    "BigramsConfig",
+    "CasingConfig",
+    "CharCNN",
+    "CharLSTM",
+    "CharsConfig",
+    "ContextualConfig",
     "FeatureConfig",
     "FeatureModule",
     "Featurizer",
-    "BigramsConfig",
-    "CasingConfig",
-    "CharsConfig",
-    "ContextualConfig",
     "LatticeConfig",
     "WordsConfig",
-    "CharCNN",
-    "CharLSTM",
 ]

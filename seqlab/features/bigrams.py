@@ -14,8 +14,8 @@ from torch import Tensor
 
 from seqlab.data.sentence import Sentence
 from seqlab.features.base import FEATURES, FeatureConfig, VocabFeaturizer, pad_ids
-from seqlab.features.words import WordEmbedding
 from seqlab.features.vectors import fit_vocab_and_table
+from seqlab.features.words import WordEmbedding
 
 END = "</s>"
 
@@ -35,7 +35,7 @@ class BigramsConfig(FeatureConfig):
     def output_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "BigramsFeaturizer":
+    def build(self, name: str) -> BigramsFeaturizer:
         return BigramsFeaturizer(name, self)
 
 

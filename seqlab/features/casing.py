@@ -10,8 +10,8 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
+from seqlab.data.token_types import TypedTokens, TypeValues
 from seqlab.data.vocab import CASING_CLASSES, CHIU_NICHOLS_CLASSES, casing_class, chiu_nichols_class
 from seqlab.errors import SeqlabError
 from seqlab.features.base import (
@@ -25,7 +25,7 @@ from seqlab.features.base import (
     pad_flat,
     pad_ids,
 )
-from seqlab.data.token_types import TypedTokens, TypeValues
+from seqlab.nn.context import Context
 
 
 @FEATURES.register
@@ -50,7 +50,7 @@ class CasingConfig(FeatureConfig):
     def output_dim(self) -> int:
         return len(self.table) - 1 if self.one_hot else self.dim
 
-    def build(self, name: str) -> "CasingFeaturizer":
+    def build(self, name: str) -> CasingFeaturizer:
         return CasingFeaturizer(name, self)
 
 

@@ -16,8 +16,8 @@ import torch
 from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
-from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
+from seqlab.data.token_types import TypeArrays, TypedTokens, first_appearances
 from seqlab.data.vocab import Vocab
 from seqlab.features.base import (
     FEATURES,
@@ -29,10 +29,10 @@ from seqlab.features.base import (
     pad_flat,
     pad_ids,
 )
-from seqlab.data.token_types import TypeArrays, TypedTokens, first_appearances
+from seqlab.nn.context import Context
 from seqlab.nn.lstm import BiLSTM
-from seqlab.registry import ConfigCheckError, check_error
 from seqlab.nn.versions import weights_key
+from seqlab.registry import ConfigCheckError, check_error
 
 
 @FEATURES.register
@@ -66,7 +66,7 @@ class CharsConfig(FeatureConfig):
         return [self.kernel] if isinstance(self.kernel, int) else list(self.kernel)
 
     @model_validator(mode="after")
-    def _even_lstm(self) -> "CharsConfig":
+    def _even_lstm(self) -> CharsConfig:
         if self.encoder == "lstm" and self.hidden % 2:
             raise check_error(
                 ConfigCheckError("hidden", f"a char BiLSTM needs an even size (two directions), got {self.hidden}")
@@ -76,7 +76,7 @@ class CharsConfig(FeatureConfig):
     def output_dim(self) -> int:
         return self.hidden * len(self.kernels) if self.encoder == "cnn" else self.hidden
 
-    def build(self, name: str) -> "CharsFeaturizer":
+    def build(self, name: str) -> CharsFeaturizer:
         return CharsFeaturizer(name, self)
 
 
@@ -160,7 +160,7 @@ class CharCNN(nn.Module):
         (padding's embedding) that no window reaches from one word into the next: the window products run
         on the characters alone, and each word's max is a segment max. 1.3-1.5x the padded form's forward +
         backward on CoNLL-2000 training batches (BENCHMARKS.md, thirteenth session)."""
-        words, width = chars.shape
+        _words, width = chars.shape
         real = chars.ne(0)  # (words, width): characters come first, then padding
         lengths = real.sum(1)  # (words,) >= 1: an empty token is encoded as one unknown character
         gap = max(max(k // 2, k - 1 - k // 2) for k in self.kernels)  # zeros between two words
@@ -311,7 +311,7 @@ class CharFeatures(FeatureModule):
         self.register_load_state_dict_post_hook(CharFeatures._forget)  # load_state_dict(assign=True) swaps them
 
     @staticmethod
-    def _forget(module: "CharFeatures", incompatible_keys=None) -> None:
+    def _forget(module: CharFeatures, incompatible_keys=None) -> None:
         """Drop the memo and the cached parameter list (weights loaded, moved or converted)."""
         module.__dict__.pop("_params", None)
         module._memo = None

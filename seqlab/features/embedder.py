@@ -9,9 +9,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from seqlab.features.base import FeatureModule
 from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
-from seqlab.features.base import FeatureModule
 
 RESERVED = frozenset({"dropout", "names"})  # attributes of Embedder that a feature name would shadow
 

@@ -31,13 +31,13 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.nn.dropout import Dropout
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids, string_list
 from seqlab.features.lexicon import JIEBA, Lexicon
 from seqlab.features.vectors import fit_vocab_and_table
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
 
 
 @FEATURES.register
@@ -73,7 +73,7 @@ class LatticeConfig(FeatureConfig):
     def published_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "LatticeFeaturizer":
+    def build(self, name: str) -> LatticeFeaturizer:
         return LatticeFeaturizer(name, self)
 
 

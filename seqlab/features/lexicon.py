@@ -122,7 +122,7 @@ class Lexicon:
         max_length: int | None = None,
         min_freq: int = 1,
         extra: str | None = None,
-    ) -> "Lexicon":
+    ) -> Lexicon:
         """``source`` 'jieba' or a file; words shorter than ``min_length`` or longer than ``max_length``
         characters are left out; ``extra`` names a user's word list added on top (same length limits)."""
         path = jieba_dict_path() if source == JIEBA else Path(source)

@@ -7,10 +7,11 @@ its vector becomes an extra row of the embedding (:class:`WordEmbedding`'s ``ext
 tables alike. In a fine-tuned table such a word gets its pre-trained vector as it is, un-tuned (the trained rows
 moved during training; the new one never did), which is still nearer its meaning than the UNK row. Words in the
 vocabulary keep their rows and their predictions exactly. Only the rows of the words met are read
-(:class:`seqlab.features.vectors.VectorIndex`), and the extra rows stop at :data:`seqlab.features.vectors.MAX_EXTRA_BYTES` (then
-UNK, with a warning). A vector file that is gone is a warning at load, and the words are UNK as before. The
-extra rows are not saved with the model, nor used by training (a model being trained never adds any), nor by
-an exported network (``seqlab export``): the ONNX engine runs batches with such words eagerly.
+(:class:`seqlab.features.vectors.VectorIndex`), and the extra rows stop at
+:data:`seqlab.features.vectors.MAX_EXTRA_BYTES` (then UNK, with a warning). A vector file that is gone is a warning at
+load, and the words are UNK as before. The extra rows are not saved with the model, nor used by training (a model being
+trained never adds any), nor by an exported network (``seqlab export``): the ONNX engine runs batches with such words
+eagerly.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from seqlab.nn import rows
-from seqlab.nn.context import Context
 from seqlab.data.sentence import Sentence
+from seqlab.data.token_types import TypedTokens, TypeValues
 from seqlab.data.vocab import normalize_word
 from seqlab.features.base import (
     FEATURES,
@@ -43,8 +43,9 @@ from seqlab.features.base import (
     pad_flat,
     pad_ids,
 )
-from seqlab.data.token_types import TypedTokens, TypeValues
 from seqlab.features.vectors import MAX_EXTRA_BYTES, fit_vocab_and_table, source_of, vector_index, vector_source_present
+from seqlab.nn import rows
+from seqlab.nn.context import Context
 
 log = logging.getLogger("seqlab")
 
@@ -64,7 +65,7 @@ class WordsConfig(FeatureConfig):
     def output_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "WordsFeaturizer":
+    def build(self, name: str) -> WordsFeaturizer:
         return WordsFeaturizer(name, self)
 
 

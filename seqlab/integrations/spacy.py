@@ -77,9 +77,9 @@ class SeqlabComponent:
         device: str = "cpu",
         max_length: int | None = None,
     ):
+        from seqlab.data.tokenization import model_tokenizer
         from seqlab.errors import SeqlabError
         from seqlab.tagger import Tagger
-        from seqlab.data.tokenization import model_tokenizer
 
         if not model:
             raise SeqlabError('the seqlab component needs a model: nlp.add_pipe("seqlab", config={"model": ...})')

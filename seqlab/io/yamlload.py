@@ -2,8 +2,8 @@
 
 * A key given twice in one mapping: PyYAML keeps the last one, so a second ``train:`` section would silently
   replace the first. Refused, naming the key and both lines (a ``<<`` merge may still be overridden).
-* Sequences and mappings nested deeper than :data:`MAX_DEPTH`: PyYAML composes nodes recursively, so a deep document would end in a
-  ``RecursionError``. Refused at the line where it goes too deep.
+* Sequences and mappings nested deeper than :data:`MAX_DEPTH`: PyYAML composes nodes recursively, so a deep document
+  would end in a ``RecursionError``. Refused at the line where it goes too deep.
 * Aliases that expand to more than :data:`MAX_NODES` nodes (a "billion laughs" document) or that contain
   themselves: whatever reads the result would walk every copy. Refused before anything is built.
 

@@ -24,7 +24,7 @@ class Context:
     scope: str = ""  # prefix of the names the running layer publishes, set by the network
 
     @classmethod
-    def of(cls, mask: Tensor) -> "Context":
+    def of(cls, mask: Tensor) -> Context:
         """A context with only a mask: for running one layer on its own (tests, notebooks)."""
         return cls(mask, mask.sum(1))
 

@@ -101,9 +101,9 @@ class BiLSTM(nn.Module):
         x_f = x_b = x  # each direction's input to the current layer
         for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd)):
             if layer and self.cross:
-                x_f = x_b = self.dropout(torch.cat([out_f, out_b], dim=-1))  # (batch, seq, 2 * hidden)
+                x_f = x_b = self.dropout(torch.cat([out_f, out_b], dim=-1))  # noqa: F821 - the last layer's
             elif layer:
-                x_f, x_b = self.dropout(out_f), self.dropout(out_b)  # (batch, seq, hidden) each
+                x_f, x_b = self.dropout(out_f), self.dropout(out_b)  # noqa: F821 - (batch, seq, hidden) each
             out_f, _ = fwd(x_f)
             out_b, _ = bwd(gather_steps(x_b, index))
             out_b = gather_steps(out_b, index)

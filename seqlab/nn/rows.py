@@ -23,10 +23,11 @@ Who reads a table must see it up to date. The module that owns one marks it (:fu
 through :func:`lookup`: a lookup with gradients brings the rows it reads up to date first and gives the table a
 row-sparse gradient; one without gradients (evaluation, prediction, export) brings the whole table up to date.
 The module also calls :func:`flush` when put in eval mode and before its ``state_dict``, and
-:class:`seqlab.training.optim.SGD` flushes its tables before its own ``state_dict`` (checkpoints). Only a marked parameter
-of an :class:`seqlab.training.optim.SGD` made with ``row_tables=True`` (:func:`seqlab.training.loop.make_optimizer`: not with weight
-averaging or data-parallel ranks, which read or reduce the whole table each step) becomes a table, and only with
-plain momentum (no weight decay, dampening, Nesterov or ``maximize``); anything else keeps the dense update.
+:class:`seqlab.training.optim.SGD` flushes its tables before its own ``state_dict`` (checkpoints). Only a marked
+parameter of an :class:`seqlab.training.optim.SGD` made with ``row_tables=True``
+(:func:`seqlab.training.loop.make_optimizer`: not with weight averaging or data-parallel ranks, which read or reduce the
+whole table each step) becomes a table, and only with plain momentum (no weight decay, dampening, Nesterov or
+``maximize``); anything else keeps the dense update.
 """
 
 from __future__ import annotations

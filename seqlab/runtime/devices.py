@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 import torch
 
-from seqlab.runtime.blas import one_blas_thread
 from seqlab.errors import SeqlabError
+from seqlab.runtime.blas import one_blas_thread
 
 
 def resolve_device(name: str | torch.device) -> torch.device:

@@ -42,13 +42,13 @@ from collections.abc import Collection
 import torch
 from torch import Tensor
 
-from seqlab.nn.context import Context
 from seqlab.data.batching import Batch, Encoded, collate, make_batches
 from seqlab.data.sentence import Sentence
-from seqlab.runtime.devices import SMALL_BATCH
 from seqlab.errors import SeqlabError
-from seqlab.runtime.tracing import EncoderNet, traceable
+from seqlab.nn.context import Context
 from seqlab.nn.versions import weights_key
+from seqlab.runtime.devices import SMALL_BATCH
+from seqlab.runtime.tracing import EncoderNet, traceable
 
 log = logging.getLogger("seqlab")
 

@@ -32,10 +32,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from seqlab.serving.batcher import MicroBatcher
-from seqlab.runtime.cost import OverBudget
 from seqlab.errors import SeqlabError
+from seqlab.runtime.cost import OverBudget
 from seqlab.runtime.heap import freeze_loaded
+from seqlab.serving.batcher import MicroBatcher
 from seqlab.tagger import Tagger
 
 

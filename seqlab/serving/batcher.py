@@ -56,7 +56,7 @@ class MicroBatcher:
                     break
                 try:
                     item = await asyncio.wait_for(self._queue.get(), remaining)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     break
                 group.append(item)
                 size += len(item.sentences)
@@ -71,7 +71,7 @@ class MicroBatcher:
         try:
             self.calls += 1
             results = await loop.run_in_executor(self._executor, self.run, merged, options)
-        except Exception as err:  # noqa: BLE001 - handed to the requests, never lost
+        except Exception as err:
             if len(items) == 1:
                 if not items[0].future.done():
                     items[0].future.set_exception(err)

@@ -35,14 +35,14 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from seqlab.crf.viterbi import viterbi
 from seqlab.data.batching import make_batches
 from seqlab.data.sentence import Sentence
-from seqlab.runtime.devices import threads_for
 from seqlab.errors import SeqlabError
 from seqlab.io.files import atomic_write_bytes
+from seqlab.runtime.devices import threads_for
 from seqlab.runtime.tracing import EncoderNet, traceable
 from seqlab.tagger import Tagger
-from seqlab.crf.viterbi import viterbi
 
 
 class EmissionNet(EncoderNet):

@@ -89,7 +89,7 @@ def _init_worker(
         tagger = Tagger.load(model, device, engine)
         if beam:
             tagger.set_beam(beam)
-    except Exception as err:  # noqa: BLE001 - an initializer that raises breaks the pool and loses the message
+    except Exception as err:
         _state["error"] = err
         return
     _state["tagger"], _state["options"] = tagger, options

@@ -2,8 +2,8 @@
 
 ``seqlab serve MODEL --workers N`` runs N such servers in processes sharing the port (:mod:`seqlab.serving.supervisor`:
 on Linux each worker listens on its own ``SO_REUSEPORT`` socket, so the kernel spreads connections, keep-alive
-ones included, over the workers; each worker imports :func:`seqlab.serving.app.app_from_env` by name and builds its own app,
-model and micro-batcher from the ``SEQLAB_SERVE_*`` variables the parent set). SIGTERM to the parent stops
+ones included, over the workers; each worker imports :func:`seqlab.serving.app.app_from_env` by name and builds its own
+app, model and micro-batcher from the ``SEQLAB_SERVE_*`` variables the parent set). SIGTERM to the parent stops
 every worker gracefully (requests in flight finish) and the parent exits with status 0. A worker whose event
 loop sends no heartbeat for ``--worker-timeout`` seconds, or that has not started after
 ``--worker-start-timeout`` seconds, is killed and replaced (:mod:`seqlab.serving.heartbeat`).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from seqlab.errors import SeqlabError
 from seqlab.runtime.devices import resolve_device
@@ -32,6 +33,9 @@ from seqlab.serving.app import (
 from seqlab.serving.supervisor import REUSE_PORT, Watchdog, bound_socket, supervise
 from seqlab.tagger import Tagger
 
+if TYPE_CHECKING:
+    import torch
+
 
 def run_server(
     model: str,
@@ -50,8 +54,8 @@ def run_server(
     """Serve until SIGINT or SIGTERM; either stops accepting connections, lets the requests in flight finish
     and exits with status 0 (uvicorn's own server re-raises the signal after its graceful shutdown, so the
     process would end with -15). With ``workers`` > 1, that many processes serve the port
-    (:func:`seqlab.serving.app.app_from_env`); the signal goes to the parent, which stops them all, and which kills and replaces
-    a worker that the ``watchdog`` judges hung (no heartbeat for its ``timeout_s``, or not started after its
+    (:func:`seqlab.serving.app.app_from_env`); the signal goes to the parent, which stops them all, and which kills and
+    replaces a worker that the ``watchdog`` judges hung (no heartbeat for its ``timeout_s``, or not started after its
     ``start_timeout_s``). With one process there is no parent to do that, and ``watchdog`` has no effect.
 
     ``threads``: the network's intra-op threads, shared out among the workers. The default leaves one of
@@ -129,7 +133,7 @@ def _run_workers(
     max_batch: int,
     max_wait_ms: float,
     workers: int,
-    device: "torch.device",
+    device: torch.device,
     engine: str = "auto",
     threads: int = 1,
     access_log: bool = True,
@@ -137,8 +141,8 @@ def _run_workers(
     watchdog: Watchdog = Watchdog(),
 ) -> None:
     """``workers`` spawned processes serving the port (:mod:`seqlab.serving.supervisor`), each building its app from
-    :func:`seqlab.serving.app.app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A worker
-    that fails to start (its model loading, after the parent's own check passed) stops them all, and this
+    :func:`seqlab.serving.app.app_from_env`; on SIGTERM / SIGINT each worker shuts down gracefully and this returns. A
+    worker that fails to start (its model loading, after the parent's own check passed) stops them all, and this
     raises: exit status 2, not 0."""
     try:
         import fastapi  # noqa: F401 - fail here, in one line, rather than in every worker

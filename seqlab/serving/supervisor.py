@@ -45,8 +45,8 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 
-from seqlab.serving.backoff import Backoff
 from seqlab.errors import SeqlabError
+from seqlab.serving.backoff import Backoff
 from seqlab.serving.heartbeat import Counter, Heartbeat, Pulse, interval_for
 
 log = logging.getLogger("uvicorn.error")

@@ -29,11 +29,11 @@ from typing import Any
 import torch
 from safetensors.torch import load as st_load
 
-from seqlab.io import jsonload
 from seqlab.config import ExperimentConfig, config_from_dict
 from seqlab.data.schemes import split_tag
 from seqlab.data.vocab import CASING_CLASSES
 from seqlab.errors import SeqlabError
+from seqlab.io import jsonload
 
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)

@@ -9,13 +9,13 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.config import ModelConfig
-from seqlab.nn.context import Context
 from seqlab.crf.crf import TagPath
 from seqlab.data.batching import Batch
 from seqlab.decoders.base import Decoded, TagSet
-from seqlab.features.embedder import Embedder
 from seqlab.errors import SeqlabError
 from seqlab.features.base import Featurizer
+from seqlab.features.embedder import Embedder
+from seqlab.nn.context import Context
 
 
 @dataclass

@@ -15,10 +15,10 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from seqlab.training.ranks import CUDA_RNG_PREFIX, RNG_PREFIX  # the ranks' RNG states among the extras
 from seqlab.errors import SeqlabError
 from seqlab.io.files import atomic_write_dir
 from seqlab.tagging.storage import model_files
+from seqlab.training.ranks import CUDA_RNG_PREFIX, RNG_PREFIX  # the ranks' RNG states among the extras
 
 
 def optimizer_to_files(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:

@@ -244,7 +244,7 @@ def _worker(
     except SeqlabError as err:  # reported first: the launcher stops every rank as soon as it sees a report
         code = err.exit_code
         _report(reports, rank, str(err), code, expected=True)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         code = 1
         _report(reports, rank, f"{type(err).__name__}: {err}".splitlines()[0], code, expected=False)
     finally:

@@ -27,23 +27,23 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from seqlab.training.averaging import WeightAverage
-from seqlab.training.budget import Plan, RunClock
-from seqlab.training.checkpoint import check_optimizer_state, load_checkpoint, save_checkpoint
 from seqlab.config import ExperimentConfig
 from seqlab.data.batching import batch_groups
 from seqlab.data.corpus import load_corpus
 from seqlab.data.readers import write_conll
 from seqlab.data.splitting import split_long
-from seqlab.runtime.devices import deterministic_algorithms, resolve_device
-from seqlab.training.ranks import Ranks
 from seqlab.errors import SeqlabError
+from seqlab.evaluation.metrics import Scores
+from seqlab.evaluation.plotting import plot_curves
 from seqlab.features.base import FeatureModule
 from seqlab.io.files import append_line, atomic_write_json, atomic_write_text, recover_dir
-from seqlab.evaluation.metrics import Scores
-from seqlab.training.step import learning_rate, make_optimizer, seed_everything, train_step
-from seqlab.evaluation.plotting import plot_curves
+from seqlab.runtime.devices import deterministic_algorithms, resolve_device
 from seqlab.tagger import Tagger
+from seqlab.training.averaging import WeightAverage
+from seqlab.training.budget import Plan, RunClock
+from seqlab.training.checkpoint import check_optimizer_state, load_checkpoint, save_checkpoint
+from seqlab.training.ranks import Ranks
+from seqlab.training.step import learning_rate, make_optimizer, seed_everything, train_step
 
 log = logging.getLogger("seqlab")
 
@@ -235,8 +235,7 @@ def _train_rank(
     stop = bool(state["history"]) and (
         plan.finished(done)
         or state["epoch"] >= cfg.max_epochs
-        or budget is None
-        and state["bad_epochs"] >= cfg.patience
+        or (budget is None and state["bad_epochs"] >= cfg.patience)
     )
     while not stop:
         epoch, first = state["epoch"], state.get("step_in_epoch", 0)
@@ -282,7 +281,7 @@ def _train_rank(
             decide = (plan.eval_due(epoch_end), plan.finished(done))
             if budget is not None:  # the clock decides: rank 0's reading for every rank
                 decide = ranks.broadcast(decide)
-            if not (decide[0] or decide[1] or not state["history"] and epoch_end):
+            if not (decide[0] or decide[1] or (not state["history"] and epoch_end)):
                 continue
             epochs = epoch + 1 if epoch_end else round(epoch + (step + 1) / len(batches), 3)
             state = _score(

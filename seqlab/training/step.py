@@ -66,7 +66,8 @@ def train_step(
 
 #: Whether make_optimizer builds PyTorch's fused SGD where it can (tests and benchmarks compare with foreach).
 FUSED_SGD = True
-#: Whether make_optimizer's SGD updates embedding tables by rows (seqlab.nn.rows; benchmarks compare with the dense update).
+#: Whether make_optimizer's SGD updates embedding tables by rows (seqlab.nn.rows; benchmarks compare with the dense
+#: update).
 ROW_TABLES = True
 
 
@@ -84,11 +85,8 @@ def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) 
     take the factor's inverse as their ``grad_scale`` and divide each gradient by it inside their update, which
     saves a pass over every gradient (the word table's included); the same update to float rounding."""
     fused = (
-        isinstance(optimizer, torch.optim.SGD)
-        and all(group.get("fused") for group in optimizer.param_groups)
-        or isinstance(optimizer, (NAdam, SGD))
-        and optimizer.takes_grad_scale()
-    )
+        isinstance(optimizer, torch.optim.SGD) and all(group.get("fused") for group in optimizer.param_groups)
+    ) or (isinstance(optimizer, (NAdam, SGD)) and optimizer.takes_grad_scale())
     fused = fused and hasattr(torch.nn.utils, "get_total_norm")  # torch >= 2.6; else clip_grad_norm_ first
     grads = [_norm_part(q) for q in params if q.grad is not None] if clip and fused else []
     if grads and len({g.dtype for g in grads}) == 1:  # its grad_scale: one dtype
@@ -112,7 +110,8 @@ def clip_and_step(optimizer: torch.optim.Optimizer, params, clip: float | None) 
 
 
 def _norm_part(q: torch.Tensor) -> torch.Tensor:
-    """The values whose norm is ``q.grad``'s: a row-sparse gradient (seqlab.nn.rows) coalesced, in place of ``q.grad``."""
+    """The values whose norm is ``q.grad``'s: a row-sparse gradient (seqlab.nn.rows) coalesced, in place of
+    ``q.grad``."""
     if q.grad.is_sparse:
         q.grad = q.grad.coalesce()
         return q.grad.values()

@@ -10,7 +10,7 @@ import pytest
 from seqlab.config import DataConfig
 from seqlab.data.batching import Encoded, make_batches, split_padding
 from seqlab.data.corpus import load_corpus
-from seqlab.data.vocab import UNK, Vocab, casing_class, CASING_CLASSES, normalize_word
+from seqlab.data.vocab import CASING_CLASSES, UNK, Vocab, casing_class, normalize_word
 from tests.conftest import SAMPLE
 
 

@@ -89,22 +89,22 @@ def test_convert_round_trip(rng, length, src, dst):
 
 
 def test_convert_examples():
-    bio = "B-PER I-PER O B-LOC B-LOC I-LOC I-LOC".split()
-    assert convert(bio, "BIO", "BIOES") == "B-PER E-PER O S-LOC B-LOC I-LOC E-LOC".split()
-    assert convert(bio, "BIO", "BMES") == "B-PER E-PER O S-LOC B-LOC M-LOC E-LOC".split()
-    assert convert(bio, "BIO", "IOB1") == "I-PER I-PER O I-LOC B-LOC I-LOC I-LOC".split()
-    assert convert("O I-PER".split(), "IOB1", "BIO") == ["O", "B-PER"]
+    bio = ["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC", "I-LOC"]
+    assert convert(bio, "BIO", "BIOES") == ["B-PER", "E-PER", "O", "S-LOC", "B-LOC", "I-LOC", "E-LOC"]
+    assert convert(bio, "BIO", "BMES") == ["B-PER", "E-PER", "O", "S-LOC", "B-LOC", "M-LOC", "E-LOC"]
+    assert convert(bio, "BIO", "IOB1") == ["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-LOC", "I-LOC"]
+    assert convert(["O", "I-PER"], "IOB1", "BIO") == ["O", "B-PER"]
 
 
 @pytest.mark.parametrize(
     "corpus, scheme",
     [
-        (["B-PER I-PER O".split(), "O B-LOC".split()], "BIO"),
-        (["I-PER I-PER O".split(), "O I-LOC B-LOC".split()], "IOB1"),
-        (["I-PER O".split(), "B-LOC".split()], "BIO"),  # a B- after O rules out IOB1
-        (["B-PER E-PER O S-LOC".split()], "BIOES"),
-        (["B-PER M-PER E-PER".split()], "BMES"),
-        (["S-PER O".split()], "BIOES"),
+        ([["B-PER", "I-PER", "O"], ["O", "B-LOC"]], "BIO"),
+        ([["I-PER", "I-PER", "O"], ["O", "I-LOC", "B-LOC"]], "IOB1"),
+        ([["I-PER", "O"], ["B-LOC"]], "BIO"),  # a B- after O rules out IOB1
+        ([["B-PER", "E-PER", "O", "S-LOC"]], "BIOES"),
+        ([["B-PER", "M-PER", "E-PER"]], "BMES"),
+        ([["S-PER", "O"]], "BIOES"),
         ([["O"]], "BIO"),
     ],
 )
@@ -158,7 +158,7 @@ def test_allowed_transitions_special_tags_isolated(scheme):
 
 def test_allowed_transitions_examples():
     vocab = ["O", "B-PER", "I-PER", "I-LOC", "E-PER"]
-    allowed, start, end = allowed_transitions(vocab, "BIO")
+    allowed, start, _end = allowed_transitions(vocab, "BIO")
     assert allowed[1][2] and not allowed[0][2] and not allowed[1][3]
     assert not start[2] and start[1]
     assert not any(allowed[4]) and not start[4]  # E- is not a BIO tag
@@ -212,8 +212,8 @@ def test_index_converter_takes_the_table_for_well_formed_input(monkeypatch):
     to_labels = IndexConverter(vocab, "BIOES", "BIO")
     calls = []
     monkeypatch.setattr(schemes, "convert", lambda *a: calls.append(a) or [])
-    ids = [vocab.index(t) for t in "B-PER E-PER O S-LOC".split()]
-    assert to_labels(ids) == "B-PER I-PER O B-LOC".split()
+    ids = [vocab.index(t) for t in ["B-PER", "E-PER", "O", "S-LOC"]]
+    assert to_labels(ids) == ["B-PER", "I-PER", "O", "B-LOC"]
     assert calls == []
     to_labels([vocab.index("E-PER")])  # malformed: falls back to the chunk route
     assert len(calls) == 1

@@ -132,7 +132,7 @@ def test_featurizers_collating_from_two_threads_give_the_tensors_of_one():
             barrier.wait()
             for k in range(part, len(batches), 2):
                 results[k] = collate_sentences(batches[k], featurizers, types)
-        except Exception as err:  # noqa: BLE001 - any failure in a thread is reported below
+        except Exception as err:
             errors.append(err)
 
     threads = [threading.Thread(target=work, args=(part,)) for part in (0, 1)]

@@ -9,18 +9,18 @@ import torch
 from pydantic import TypeAdapter, ValidationError
 from torch import nn
 
-from seqlab.nn.context import Context
 from seqlab.encoders import psa
 from seqlab.encoders.psa import (
     AdditiveScores,
     PSAFusionConfig,
     PSAFusionEncoder,
     SANConfig,
+    additive_scores_traced,
     gaussian_bias,
     relative_distance_index,
-    additive_scores_traced,
     signed_relative_index,
 )
+from seqlab.nn.context import Context
 
 VARIANTS = ["journal", "early"]
 
@@ -244,7 +244,7 @@ def test_each_switch_changes_the_output(variant, switch):
     full = _layer(variant=variant, window=3)
     _perturb_mixing(full)
     ablated = _layer(variant=variant, window=3, **switch)
-    missing, unexpected = ablated.load_state_dict(full.state_dict(), strict=False)
+    missing, _unexpected = ablated.load_state_dict(full.state_dict(), strict=False)
     assert not missing  # same weights wherever the ablated layer has them
     torch.manual_seed(5)
     x, mask = torch.randn(2, 6, 6), _mask([6, 5], 6)
