@@ -32,6 +32,7 @@ browser:
 	  echo "note: no chromium (apt-get install chromium): the web viewer test will be skipped"
 
 test: $(STAMP) browser
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .
 	$(PY) -m pytest -q -p no:cacheprovider
 
 clean:

@@ -52,23 +52,33 @@ def summarize(runs: list[Path]) -> list[dict]:
             continue
         results = json.loads((run / "results.json").read_text()) if (run / "results.json").exists() else None
         metric = results["metric"] if results else next(k for k in ("f1", "accuracy") if k in records[0]["dev"])
-        rows.append({"run": run.name, "recipe": _recipe(run), "metric": metric, "records": records,
-                     "best_dev": max(r["dev"][metric] for r in records),
-                     "test": results["test"][metric] if results and results.get("test") else None,
-                     "epochs": records[-1]["epoch"],
-                     "minutes": (results.get("elapsed_s") or records[-1]["elapsed"]) / 60 if results
-                     else records[-1]["elapsed"] / 60})
+        rows.append(
+            {
+                "run": run.name,
+                "recipe": _recipe(run),
+                "metric": metric,
+                "records": records,
+                "best_dev": max(r["dev"][metric] for r in records),
+                "test": results["test"][metric] if results and results.get("test") else None,
+                "epochs": records[-1]["epoch"],
+                "minutes": (results.get("elapsed_s") or records[-1]["elapsed"]) / 60
+                if results
+                else records[-1]["elapsed"] / 60,
+            }
+        )
     return rows
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(9, 5))
     for row in rows:
         minutes = [r["elapsed"] / 60 for r in row["records"]]
-        line, = ax.plot(minutes, [r["dev"][row["metric"]] for r in row["records"]], marker=".", label=row["run"])
+        (line,) = ax.plot(minutes, [r["dev"][row["metric"]] for r in row["records"]], marker=".", label=row["run"])
         if row["test"] is not None:
             ax.plot([row["minutes"]], [row["test"]], marker="*", ms=12, color=line.get_color())
     ax.set(xlabel="wall-clock minutes", ylabel="dev (lines) / test (stars)", title=title)
@@ -88,8 +98,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for row in rows:
         test = "running" if row["test"] is None else f"{row['test']:.2f}"
-        print(f"| {row['run']} | {row['recipe']} | {row['epochs']} | {row['best_dev']:.2f} | {test} | "
-              f"{row['minutes']:.1f} |")
+        print(
+            f"| {row['run']} | {row['recipe']} | {row['epochs']} | {row['best_dev']:.2f} | {test} | "
+            f"{row['minutes']:.1f} |"
+        )
     if args.png:
         plot(rows, args.png, args.title)
 

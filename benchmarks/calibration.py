@@ -27,13 +27,16 @@ def main() -> None:
     from seqlab.calibration import reliability
     from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
+
     tagger = Tagger.load(args.model)
     reader = "bmes" if tagger.config.data.format == "bmes" else "conll"
     sentences = read_file(Path(args.data), tagger.config.data)
     result = reliability(tagger, sentences, args.bins)
     decoder = tagger.config.model.decoder
-    print(f"model {args.model} ({decoder.type} decoder, temperature {getattr(decoder, 'temperature', 1.0):.4g}); "
-          f"data {args.data} ({reader}, {len(sentences)} sentences)\n")
+    print(
+        f"model {args.model} ({decoder.type} decoder, temperature {getattr(decoder, 'temperature', 1.0):.4g}); "
+        f"data {args.data} ({reader}, {len(sentences)} sentences)\n"
+    )
     for name in ("spans", "tokens"):
         ece = getattr(result, name)
         if not ece.items:
@@ -44,9 +47,12 @@ def main() -> None:
         print("| bin | count | mean confidence | accuracy |\n|---|---|---|---|")
         for b, row in enumerate(ece.bins):
             if row.count:
-                print(f"| {b / args.bins:.1f}-{(b + 1) / args.bins:.1f} | {row.count} | {row.confidence:.3f} | "
-                      f"{row.accuracy:.3f} |")
+                print(
+                    f"| {b / args.bins:.1f}-{(b + 1) / args.bins:.1f} | {row.count} | {row.confidence:.3f} | "
+                    f"{row.accuracy:.3f} |"
+                )
         print()
+
 
 if __name__ == "__main__":
     main()

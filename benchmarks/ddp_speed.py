@@ -35,8 +35,13 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--sentences", type=int, help="train on the first N training sentences only")
     p.add_argument("--setups", default="1x2,1x1,2x1", help="PROCESSESxTHREADS, comma-separated")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="config override for every setup, as in `seqlab train --set`")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every setup, as in `seqlab train --set`",
+    )
     p.add_argument("--runs", help="keep the output folders here (default: a temporary folder)")
     p.add_argument("--out", help="also write the results as JSON")
     args = p.parse_args()
@@ -46,12 +51,21 @@ def main() -> None:
         results = [measure(args, nproc, threads, runs / f"{nproc}x{threads}") for nproc, threads in setups]
     for r in results:
         r["relative_to_first"] = round(r["sentences_per_s"] / results[0]["sentences_per_s"], 3)
-    output = {"config": args.config, "epochs": args.epochs, "sentences": args.sentences, "overrides": args.set,
-              "cpu_count": os.cpu_count(), "machine": platform.processor() or platform.machine(), "setups": results}
+    output = {
+        "config": args.config,
+        "epochs": args.epochs,
+        "sentences": args.sentences,
+        "overrides": args.set,
+        "cpu_count": os.cpu_count(),
+        "machine": platform.processor() or platform.machine(),
+        "setups": results,
+    }
     print(f"{'processes':>9} {'threads':>7} {'sentences/s':>11} {'relative':>8} {'wall s':>7}")
     for r in results:
-        print(f"{r['processes']:>9} {r['threads_per_process']:>7} {r['sentences_per_s']:>11.1f} "
-              f"{r['relative_to_first']:>8.3f} {r['wall_seconds']:>7.1f}")
+        print(
+            f"{r['processes']:>9} {r['threads_per_process']:>7} {r['sentences_per_s']:>11.1f} "
+            f"{r['relative_to_first']:>8.3f} {r['wall_seconds']:>7.1f}"
+        )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")
@@ -61,8 +75,20 @@ def measure(args: argparse.Namespace, nproc: int, threads: int, out: Path) -> di
     overrides = [f"train.threads={threads}", "train.device=cpu", *args.set]
     if args.sentences:
         overrides.append(f"data.max_train_sentences={args.sentences}")
-    command = [sys.executable, "-m", "seqlab", "-q", "train", args.config, "--out", str(out),
-               "--max-epochs", str(args.epochs), "--nproc", str(nproc)]
+    command = [
+        sys.executable,
+        "-m",
+        "seqlab",
+        "-q",
+        "train",
+        args.config,
+        "--out",
+        str(out),
+        "--max-epochs",
+        str(args.epochs),
+        "--nproc",
+        str(nproc),
+    ]
     for item in overrides:
         command += ["--set", item]
     if args.data_root:
@@ -73,10 +99,14 @@ def measure(args: argparse.Namespace, nproc: int, threads: int, out: Path) -> di
     if proc.returncode != 0:
         sys.exit(f"{nproc}x{threads}: seqlab train failed ({proc.returncode}): {proc.stderr.strip()}")
     log = [json.loads(line) for line in (out / "log.jsonl").read_text(encoding="utf-8").splitlines()]
-    return {"processes": nproc, "threads_per_process": threads,
-            "sentences_per_s": round(statistics.fmean(r["sentences_per_s"] for r in log), 1),
-            "train_seconds_per_epoch": round(statistics.fmean(r["seconds"] for r in log), 2),
-            "final_loss": log[-1]["loss"], "wall_seconds": round(wall, 1)}
+    return {
+        "processes": nproc,
+        "threads_per_process": threads,
+        "sentences_per_s": round(statistics.fmean(r["sentences_per_s"] for r in log), 1),
+        "train_seconds_per_epoch": round(statistics.fmean(r["seconds"] for r in log), 2),
+        "final_loss": log[-1]["loss"],
+        "wall_seconds": round(wall, 1),
+    }
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ def main() -> None:
     from seqlab.data.corpus import load_corpus
     from seqlab.errors import SeqlabError
     from seqlab.tagger import Tagger
+
     for path in args.configs:
         torch.manual_seed(0)
         config = load_config(path, [])
@@ -44,10 +45,19 @@ def main() -> None:
             continue
         got = tagger.predict(sentences, confidence=True)
         same = [p.tags for p in got] == [p.tags for p in expected] == tagger.predict_tags(sentences, 1)
-        diff = max((abs(a - b) for p, q in zip(expected, got)
-                    for a, b in zip(p.token_confidence or [], q.token_confidence or [])), default=0.0)
-        print(f"{path}: same tags {same}, largest token-confidence difference {diff:.1e} "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
+        diff = max(
+            (
+                abs(a - b)
+                for p, q in zip(expected, got)
+                for a, b in zip(p.token_confidence or [], q.token_confidence or [])
+            ),
+            default=0.0,
+        )
+        print(
+            f"{path}: same tags {same}, largest token-confidence difference {diff:.1e} "
+            f"({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

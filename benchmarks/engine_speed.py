@@ -32,6 +32,7 @@ def main() -> None:
 
     from seqlab.data.corpus import read_file
     from seqlab.tagger import Tagger
+
     torch.set_num_threads(args.threads)
     eager = Tagger.load(args.model)
     sentences = read_file(Path(args.data), eager.config.data, labeled=False)
@@ -51,8 +52,10 @@ def main() -> None:
             for text in texts:
                 tagger.predict(text)
             times.setdefault((name, "text-1"), []).append(len(texts) / (time.perf_counter() - start))
-    print(f"{args.model} on {args.data}: {len(sentences)} sentences, {args.threads} threads, "
-          f"onnxruntime and auto tags identical to torch at batch 64 and 1: {same}")
+    print(
+        f"{args.model} on {args.data}: {len(sentences)} sentences, {args.threads} threads, "
+        f"onnxruntime and auto tags identical to torch at batch 64 and 1: {same}"
+    )
     keys = [*map(str, sizes), "text-1"]
     print(f"| engine | {' | '.join(f'batch {k}' for k in keys[:-1])} | text-1 | (sentences/s, medians; runs) |")
     print("|---" * (len(keys) + 2) + "|")

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 def words(data_root: str) -> None:
     from seqlab.data.readers import read_bmes
     from seqlab.lexicon import Lexicon
+
     lexicon = Lexicon.load("jieba")
     print(f"lexicon: jieba dict.txt, {len(lexicon)} words of 2+ characters\n")
     print("| corpus | split | sentences | chars/sentence | matched words/sentence | words/char |")
@@ -38,14 +39,17 @@ def words(data_root: str) -> None:
             sents = [s for s in read_bmes(Path(data_root) / corpus / f"{split}.char.bmes") if s.tokens]
             chars = sum(len(s.tokens) for s in sents)
             found = sum(len(lexicon.match(s.tokens)) for s in sents)
-            print(f"| {corpus} | {split} | {len(sents)} | {chars / len(sents):.1f} | {found / len(sents):.1f} | "
-                  f"{found / chars:.2f} |")
+            print(
+                f"| {corpus} | {split} | {len(sents)} | {chars / len(sents):.1f} | {found / len(sents):.1f} | "
+                f"{found / chars:.2f} |"
+            )
 
 
 def _build(config: str, data_root: str):
     from seqlab.config import load_config
     from seqlab.data.corpus import load_corpus
     from seqlab.tagger import Tagger
+
     cfg = load_config(ROOT / config)
     corpus = load_corpus(cfg.data, data_root)
     return Tagger.build(cfg, corpus.train, corpus.scheme), corpus
@@ -53,6 +57,7 @@ def _build(config: str, data_root: str):
 
 def speed(data_root: str, threads: int) -> None:
     import torch
+
     torch.set_num_threads(threads)
     models = {"FLAT": "configs/ner-ontonotes4-flat.yaml", "BiLSTM-CRF": "configs/flat/ontonotes4-bilstm-crf.yaml"}
     taggers, corpus = {}, None
@@ -77,11 +82,13 @@ def speed(data_root: str, threads: int) -> None:
 
 def _memory_child(data_root: str, relative: str, length: int, mode: str) -> None:
     import torch
+
     from seqlab.config import load_config
     from seqlab.data.batching import make_batches
     from seqlab.data.readers import read_bmes
     from seqlab.data.sentence import Sentence
     from seqlab.tagger import Tagger
+
     torch.set_num_threads(2)
     cfg = load_config(ROOT / "configs/ner-ontonotes4-flat.yaml", [f"model.encoders.0.relative={relative}"])
     text = [t for s in read_bmes(Path(data_root) / "ontonotes4/test.char.bmes") for t in s.tokens]
@@ -99,8 +106,16 @@ def _memory_child(data_root: str, relative: str, length: int, mode: str) -> None
         tagger.net.train()
         tagger.net.loss(batch).sum().backward()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"lattice": enc[0].sizes["lexicon"], "base_mib": base / 1024, "peak_mib": peak / 1024,
-                      "seconds": time.perf_counter() - start}))
+    print(
+        json.dumps(
+            {
+                "lattice": enc[0].sizes["lexicon"],
+                "base_mib": base / 1024,
+                "peak_mib": peak / 1024,
+                "seconds": time.perf_counter() - start,
+            }
+        )
+    )
 
 
 def memory(data_root: str) -> None:
@@ -110,8 +125,12 @@ def memory(data_root: str) -> None:
         for mode in ("inference", "training"):
             cells, spans = [], "?"
             for relative in ("naive", "blocked"):
-                proc = subprocess.run([sys.executable, __file__, "_child", relative, str(length), mode,
-                                       "--data-root", data_root], capture_output=True, text=True, timeout=1200)
+                proc = subprocess.run(
+                    [sys.executable, __file__, "_child", relative, str(length), mode, "--data-root", data_root],
+                    capture_output=True,
+                    text=True,
+                    timeout=1200,
+                )
                 if proc.returncode:
                     cells.append(f"failed (exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1][:60]})")
                     continue

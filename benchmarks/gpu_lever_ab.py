@@ -26,8 +26,9 @@ import time
 
 import torch
 
-from seqlab import crf, crf_partition
 from seqlab.config import load_config
+from seqlab.crf import crf
+from seqlab.crf import partition as crf_partition
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.encoders import psa
@@ -62,9 +63,15 @@ def main() -> None:
     tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, "cuda")
     params = [q for q in tagger.net.parameters() if q.requires_grad]
     optimizer = make_optimizer(params, config.train)
-    batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, config.train.batch_size,
-                           config.train.batch_tokens, shuffle=True, rng=random.Random(1),
-                           length=config.train.batch_length)[: args.train_batches]
+    batches = make_batches(
+        tagger.encode(corpus.train, with_tags=True),
+        tagger.featurizers,
+        config.train.batch_size,
+        config.train.batch_tokens,
+        shuffle=True,
+        rng=random.Random(1),
+        length=config.train.batch_length,
+    )[: args.train_batches]
     test = corpus.test or corpus.dev
     settings = {"off": off, "on": on}
 
@@ -104,14 +111,23 @@ def main() -> None:
         tags[setting] = (tagger.predict_tags(test, 64), tagger.predict_tags(test[: args.batch_1_sentences], 1))
     setattr(module, name, on)
     n = {"train": sum(len(b.index) for b in batches), "64": len(test), "1": min(len(test), args.batch_1_sentences)}
-    result = {"config": args.config, "lever": args.lever, "switch": f"{module.__name__}.{name}", "values": settings,
-              "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rounds": args.rounds,
-              "sentences": n,
-              "sentences_per_s": {setting: {k: round(n[k] / statistics.median(v), 1) for k, v in f.items()}
-                                  for setting, f in figures.items()},
-              "same_tags": tags["off"] == tags["on"]}
-    result["on_over_off"] = {k: round(result["sentences_per_s"]["on"][k] / result["sentences_per_s"]["off"][k], 3)
-                             for k in n}
+    result = {
+        "config": args.config,
+        "lever": args.lever,
+        "switch": f"{module.__name__}.{name}",
+        "values": settings,
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "rounds": args.rounds,
+        "sentences": n,
+        "sentences_per_s": {
+            setting: {k: round(n[k] / statistics.median(v), 1) for k, v in f.items()} for setting, f in figures.items()
+        },
+        "same_tags": tags["off"] == tags["on"],
+    }
+    result["on_over_off"] = {
+        k: round(result["sentences_per_s"]["on"][k] / result["sentences_per_s"]["off"][k], 3) for k in n
+    }
     print(json.dumps(result, indent=2))
     if args.out:
         with open(args.out, "w") as f:

@@ -39,9 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["EU rejects German call to boycott British lamb .", "Peter Blackburn", "BRUSSELS 1996-08-22",
-           "The European Commission said on Thursday it disagreed with German advice to consumers to shun "
-           "British lamb until scientists determine whether mad cow disease can be transmitted to sheep ."]
+DEFAULT = [
+    "EU rejects German call to boycott British lamb .",
+    "Peter Blackburn",
+    "BRUSSELS 1996-08-22",
+    "The European Commission said on Thursday it disagreed with German advice to consumers to shun "
+    "British lamb until scientists determine whether mad cow disease can be transmitted to sheep .",
+]
 
 
 def rss(pid: int) -> dict[str, int]:
@@ -94,6 +98,7 @@ class KeepAliveClient:
 @dataclass
 class Load:
     """What the clients saw: requests answered, in how long, latency percentiles, failed requests."""
+
     requests: int
     seconds: float
     p50_ms: float
@@ -125,7 +130,7 @@ def python_clients(args, texts: list[str], base: str) -> Load:
                     conn.post(batch, not args.no_confidence)
                 with lock:
                     latencies.append(time.perf_counter() - start)
-            except Exception as err:  # noqa: BLE001 - counted, the first one shown
+            except Exception as err:
                 with lock:
                     errors[0] += 1
                     body = err.read()[:300] if hasattr(err, "read") else b""
@@ -140,8 +145,14 @@ def python_clients(args, texts: list[str], base: str) -> Load:
         t.join()
     elapsed = time.perf_counter() - start
     lat = sorted(latencies) or [float("nan")]
-    return Load(len(latencies), elapsed, 1000 * statistics.median(lat), 1000 * lat[int(0.99 * (len(lat) - 1))],
-                errors[0], first_error[0] if first_error else "")
+    return Load(
+        len(latencies),
+        elapsed,
+        1000 * statistics.median(lat),
+        1000 * lat[int(0.99 * (len(lat) - 1))],
+        errors[0],
+        first_error[0] if first_error else "",
+    )
 
 
 WRK_SCRIPT = """
@@ -165,21 +176,50 @@ def wrk_client(args, texts: list[str], base: str) -> Load:
     per_req = args.per_request
     with tempfile.TemporaryDirectory() as tmp:
         bodies = Path(tmp) / "bodies.jsonl"
-        bodies.write_text("".join(
-            json.dumps({"sentences": [texts[(k * per_req + j) % len(texts)] for j in range(per_req)],
-                        "confidence": not args.no_confidence}) + "\n" for k in range(max(1, len(texts)))))
+        bodies.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "sentences": [texts[(k * per_req + j) % len(texts)] for j in range(per_req)],
+                        "confidence": not args.no_confidence,
+                    }
+                )
+                + "\n"
+                for k in range(max(1, len(texts)))
+            )
+        )
         script = Path(tmp) / "post.lua"
         script.write_text(WRK_SCRIPT % bodies)
-        out = subprocess.run(["wrk", "-t1", f"-c{args.clients}", f"-d{args.seconds:g}s", "--latency", "--timeout",
-                              "60s", "-s", str(script), base + "/predict"], check=True, capture_output=True,
-                             text=True).stdout
+        out = subprocess.run(
+            [
+                "wrk",
+                "-t1",
+                f"-c{args.clients}",
+                f"-d{args.seconds:g}s",
+                "--latency",
+                "--timeout",
+                "60s",
+                "-s",
+                str(script),
+                base + "/predict",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     done = re.search(r"(\d+) requests in ([\d.]+)(m?s|m)\b", out)
     requests, took = int(done.group(1)), float(done.group(2))
     seconds = {"s": took, "ms": took / 1000, "m": took * 60}[done.group(3)]
     bad = sum(int(n) for n in re.findall(r"Non-2xx or 3xx responses: (\d+)", out))
     bad += sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
-    return Load(requests, seconds, _wrk_ms(out, "50%"), _wrk_ms(out, "99%"), bad,
-                "" if not bad else out.strip().splitlines()[-3])
+    return Load(
+        requests,
+        seconds,
+        _wrk_ms(out, "50%"),
+        _wrk_ms(out, "99%"),
+        bad,
+        "" if not bad else out.strip().splitlines()[-3],
+    )
 
 
 def _wrk_ms(out: str, percentile: str) -> float:
@@ -220,21 +260,43 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=64, help="the server's --max-batch (and the reference's)")
     parser.add_argument("--max-wait-ms", type=float, help="the server's --max-wait-ms (default: its own)")
     parser.add_argument("--workers", type=int, default=1, help="the server's --workers")
-    parser.add_argument("--client", choices=["python", "wrk"], default="python",
-                        help="python: threads of this process; wrk: the C load generator (keep-alive)")
+    parser.add_argument(
+        "--client",
+        choices=["python", "wrk"],
+        default="python",
+        help="python: threads of this process; wrk: the C load generator (keep-alive)",
+    )
     args = parser.parse_args()
     per_req = args.per_request
     texts = DEFAULT
     if args.data:
         texts = [ln.strip() for ln in Path(args.data).read_text(encoding="utf-8").splitlines() if ln.strip()]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", args.model, "--host", "127.0.0.1",
-                               "--port", str(args.port), "--engine", args.engine, "--workers", str(args.workers)]
-                              + ([] if args.threads is None else ["--threads", str(args.threads)])
-                              + (["--no-access-log"] if args.no_access_log else [])
-                              + ["--max-batch", str(args.max_batch)]
-                              + ([] if args.max_wait_ms is None else ["--max-wait-ms", str(args.max_wait_ms)]),
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "seqlab",
+            "-q",
+            "serve",
+            args.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(args.port),
+            "--engine",
+            args.engine,
+            "--workers",
+            str(args.workers),
+        ]
+        + ([] if args.threads is None else ["--threads", str(args.threads)])
+        + (["--no-access-log"] if args.no_access_log else [])
+        + ["--max-batch", str(args.max_batch)]
+        + ([] if args.max_wait_ms is None else ["--max-wait-ms", str(args.max_wait_ms)]),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{args.port}"
     try:
         for _ in range(1200):
@@ -255,34 +317,64 @@ def main() -> None:
     finally:
         server.terminate()
         code = server.wait(timeout=30)
-    print(f"clients {args.clients} ({args.client}), {args.seconds:.0f} s, {per_req} sentence(s) per request, "
-          f"confidence {not args.no_confidence}, keep-alive {args.keep_alive or args.client == 'wrk'}, server "
-          f"workers {args.workers} x threads {info['batching']['threads']}, engine {args.engine}, model {args.model}")
+    print(
+        f"clients {args.clients} ({args.client}), {args.seconds:.0f} s, {per_req} sentence(s) per request, "
+        f"confidence {not args.no_confidence}, keep-alive {args.keep_alive or args.client == 'wrk'}, server "
+        f"workers {args.workers} x threads {info['batching']['threads']}, engine {args.engine}, model {args.model}"
+    )
     sentences = per_req * load.requests
-    print(f"requests {load.requests} ({load.requests / load.seconds:.1f}/s), sentences/s "
-          f"{sentences / load.seconds:.1f}, errors {load.errors}")
-    print(f"server CPU {server_cpu:.1f} s in {load.seconds:.1f} s: {1000 * server_cpu / max(sentences, 1):.2f} ms per "
-          f"sentence, {1000 * server_cpu / max(load.requests, 1):.2f} ms per request (the rest of the 2 cores: "
-          f"clients)")
+    print(
+        f"requests {load.requests} ({load.requests / load.seconds:.1f}/s), sentences/s "
+        f"{sentences / load.seconds:.1f}, errors {load.errors}"
+    )
+    print(
+        f"server CPU {server_cpu:.1f} s in {load.seconds:.1f} s: {1000 * server_cpu / max(sentences, 1):.2f} ms per "
+        f"sentence, {1000 * server_cpu / max(load.requests, 1):.2f} ms per request (the rest of the 2 cores: "
+        f"clients)"
+    )
     if load.first_error:
         print(f"first error: {load.first_error}")
     print(f"latency p50 {load.p50_ms:.1f} ms, p99 {load.p99_ms:.1f} ms")
-    print(f"network calls of the worker that answered /info: {info['batching']['network_calls']}; server HTTP "
-          f"stack {info.get('server', {}).get('http', '?')} + {info.get('server', {}).get('loop', '?')}")
-    print(f"server RSS ({len(pids)} process(es), summed) before {_mib(before, 'VmRSS')} MiB, after "
-          f"{_mib(after, 'VmRSS')} MiB, peak {_mib(after, 'VmHWM')} MiB")
+    print(
+        f"network calls of the worker that answered /info: {info['batching']['network_calls']}; server HTTP "
+        f"stack {info.get('server', {}).get('http', '?')} + {info.get('server', {}).get('loop', '?')}"
+    )
+    print(
+        f"server RSS ({len(pids)} process(es), summed) before {_mib(before, 'VmRSS')} MiB, after "
+        f"{_mib(after, 'VmRSS')} MiB, peak {_mib(after, 'VmHWM')} MiB"
+    )
     print(f"server exit status after SIGTERM: {code}")
     if args.reference:
         rate = sentences / load.seconds
-        ref = json.loads(subprocess.run(
-            [sys.executable, __file__, "--reference-of", args.model, "--engine", args.engine,
-             "--threads", str(info["batching"]["threads"]), "--data", args.data or "", "--batch", str(args.max_batch)]
-            + (["--no-confidence"] if args.no_confidence else []),
-            env=env, check=True, capture_output=True, text=True).stdout)
-        print(f"in-process, {info['batching']['threads']} thread(s): the same work (text in, predictions out, "
-              f"batch {args.max_batch}) {ref['same_work']:.1f} sentences/s, tags alone (batch 64) "
-              f"{ref['tags_only']:.1f}; the load reached {100 * rate / ref['same_work']:.0f}% and "
-              f"{100 * rate / ref['tags_only']:.0f}% of them")
+        ref = json.loads(
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--reference-of",
+                    args.model,
+                    "--engine",
+                    args.engine,
+                    "--threads",
+                    str(info["batching"]["threads"]),
+                    "--data",
+                    args.data or "",
+                    "--batch",
+                    str(args.max_batch),
+                ]
+                + (["--no-confidence"] if args.no_confidence else []),
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        )
+        print(
+            f"in-process, {info['batching']['threads']} thread(s): the same work (text in, predictions out, "
+            f"batch {args.max_batch}) {ref['same_work']:.1f} sentences/s, tags alone (batch 64) "
+            f"{ref['tags_only']:.1f}; the load reached {100 * rate / ref['same_work']:.0f}% and "
+            f"{100 * rate / ref['tags_only']:.0f}% of them"
+        )
 
 
 def reference(model: str, engine: str, threads: int, data: str, confidence: bool, batch: int = 64) -> dict:
@@ -292,9 +384,13 @@ def reference(model: str, engine: str, threads: int, data: str, confidence: bool
 
     from seqlab import Tagger
     from seqlab.data.sentence import Sentence
+
     torch.set_num_threads(threads)
-    texts = DEFAULT if not data else [
-        ln.strip() for ln in Path(data).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    texts = (
+        DEFAULT
+        if not data
+        else [ln.strip() for ln in Path(data).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    )
     texts = (texts * (1 + 2048 // len(texts)))[:2048]
     tagger = Tagger.load(model)
     tagger.set_engine(engine)
@@ -302,7 +398,7 @@ def reference(model: str, engine: str, threads: int, data: str, confidence: bool
 
     def same_work() -> None:
         for k in range(0, len(texts), batch):
-            [p.to_dict() for p in tagger.predict(texts[k: k + batch], batch_size=batch, confidence=confidence)]
+            [p.to_dict() for p in tagger.predict(texts[k : k + batch], batch_size=batch, confidence=confidence)]
 
     def tags_only() -> None:
         tagger.predict_tags(sentences, batch_size=64)

@@ -13,12 +13,29 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1] / "configs"
 
 DATA = {
-    "chunking": {"train": "conll2000/train.txt", "test": "conll2000/test.txt", "label_column": 2,
-                 "dev_from_train": 1000, "scheme": "BIO", "train_scheme": "BIOES"},
-    "pos": {"train": "conll2000/train.txt", "test": "conll2000/test.txt", "label_column": 1,
-            "dev_from_train": 1000, "scheme": "none", "train_scheme": "same"},
-    "ner": {"train": "conll2003/train.txt", "dev": "conll2003/dev.txt", "test": "conll2003/test.txt",
-            "scheme": "BIO", "train_scheme": "BIOES"},
+    "chunking": {
+        "train": "conll2000/train.txt",
+        "test": "conll2000/test.txt",
+        "label_column": 2,
+        "dev_from_train": 1000,
+        "scheme": "BIO",
+        "train_scheme": "BIOES",
+    },
+    "pos": {
+        "train": "conll2000/train.txt",
+        "test": "conll2000/test.txt",
+        "label_column": 1,
+        "dev_from_train": 1000,
+        "scheme": "none",
+        "train_scheme": "same",
+    },
+    "ner": {
+        "train": "conll2003/train.txt",
+        "dev": "conll2003/dev.txt",
+        "test": "conll2003/test.txt",
+        "scheme": "BIO",
+        "train_scheme": "BIOES",
+    },
 }
 NAMES = {"chunking": "chunking-psa", "pos": "pos-psa", "ner": "ner-conll2003-psa"}
 
@@ -36,15 +53,26 @@ def setup(task: str, encoders: list[dict], decoder: str = "crf") -> dict:
         "task": task,
         "data": DATA[task],
         "model": {
-            "embedder": {"features": {
-                "word": {"type": "words", "dim": 50, "pretrained": "glove-6b-50d", "freeze": False},
-                "char": {"type": "chars", "encoder": "lstm", "dim": 30, "hidden": 100}},
-                "dropout": 0.55},
+            "embedder": {
+                "features": {
+                    "word": {"type": "words", "dim": 50, "pretrained": "glove-6b-50d", "freeze": False},
+                    "char": {"type": "chars", "encoder": "lstm", "dim": 30, "hidden": 100},
+                },
+                "dropout": 0.55,
+            },
             "encoders": encoders,
             "decoder": {"type": decoder},
         },
-        "train": {"optimizer": "sgd", "lr": 0.01 if task == "pos" else 0.015, "momentum": 0.9, "lr_decay": 0.05,
-                  "clip": 5.0, "batch_size": 10, "max_epochs": 50, "patience": 10},
+        "train": {
+            "optimizer": "sgd",
+            "lr": 0.01 if task == "pos" else 0.015,
+            "momentum": 0.9,
+            "lr_decay": 0.05,
+            "clip": 5.0,
+            "batch_size": 10,
+            "max_epochs": 50,
+            "patience": 10,
+        },
     }
 
 
@@ -52,8 +80,7 @@ FULL = [fusion(), BILSTM, fusion()]
 ABLATIONS = {
     # Table VI: position modeling strategies
     "vi-1-no-psi": [fusion(use_psi=False), BILSTM, fusion(use_psi=False)],
-    "vi-2-absolute-position": [fusion(use_psi=False, position_encoding="absolute"), BILSTM,
-                               fusion(use_psi=False)],
+    "vi-2-absolute-position": [fusion(use_psi=False, position_encoding="absolute"), BILSTM, fusion(use_psi=False)],
     "vi-3-full": FULL,
     # Table VII: one positional factor removed
     "vii-no-mask": [fusion(self_mask=False), BILSTM, fusion(self_mask=False)],
@@ -69,8 +96,11 @@ ABLATIONS = {
     "ix-3-san-bilstm-bilstm": [fusion(), BILSTM, BILSTM],
     "ix-4-san-bilstm-san": FULL,
     # Table X: self-attention-only stacks, absolute position embedding vs the proposed bias
-    **{f"x-{n}-layer-absolute": [fusion(use_psi=False, position_encoding="absolute")] +
-       [fusion(use_psi=False)] * (n - 1) for n in (1, 2, 3)},
+    **{
+        f"x-{n}-layer-absolute": [fusion(use_psi=False, position_encoding="absolute")]
+        + [fusion(use_psi=False)] * (n - 1)
+        for n in (1, 2, 3)
+    },
     **{f"x-{n}-layer-psa": [fusion()] * n for n in (1, 2, 3)},
     # Section V-C4: window size k
     **{f"window-{k}": [fusion(window=k), BILSTM, fusion(window=k)] for k in (2, 4, 6, 8, 12)},
@@ -94,16 +124,18 @@ def main() -> None:
         (ROOT / f"{name}.yaml").write_text(header + dump(setup(task, FULL)))
     for row, encoders in ABLATIONS.items():
         decoder = "crf"
-        text = header + f"# Ablation row '{row}' on CoNLL-2000 chunking (the paper ablates on CoNLL-2003 NER:\n" \
-                        f"# use --set to switch data, or copy).\n"
+        text = (
+            header + f"# Ablation row '{row}' on CoNLL-2000 chunking (the paper ablates on CoNLL-2003 NER:\n"
+            f"# use --set to switch data, or copy).\n"
+        )
         (ROOT / "psa" / f"chunking-{row}.yaml").write_text(text + dump(setup("chunking", encoders, decoder)))
-    (ROOT / "psa" / "chunking-ix-5-softmax.yaml").write_text(
-        header + dump(setup("chunking", FULL, "softmax")))
+    (ROOT / "psa" / "chunking-ix-5-softmax.yaml").write_text(header + dump(setup("chunking", FULL, "softmax")))
     # the BiLSTM-CRF baseline in the paper's setting for the other two tasks (PSA against it, same budget)
     for task in ("pos", "ner"):
         text = header + "# BiLSTM-CRF baseline in the same setting (no fusion layers).\n"
         (ROOT / "psa" / f"{NAMES[task].removesuffix('-psa')}-viii-no-fusion.yaml").write_text(
-            text + dump(setup(task, ABLATIONS["viii-no-fusion"])))
+            text + dump(setup(task, ABLATIONS["viii-no-fusion"]))
+        )
 
 
 if __name__ == "__main__":

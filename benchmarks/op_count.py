@@ -16,9 +16,9 @@ import traceback
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqlab import crf_partition
 from seqlab.config import load_config
 from seqlab.crf import CRF
+from seqlab.crf import partition as crf_partition
 from seqlab.data.batching import make_batches
 from seqlab.data.corpus import load_corpus
 from seqlab.tagger import Tagger
@@ -35,8 +35,9 @@ class Counting(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.total += 1
         if self.by_line:
-            ours = [f for f in traceback.extract_stack()
-                    if "/seqlab/" in f.filename and "site-packages" not in f.filename]
+            ours = [
+                f for f in traceback.extract_stack() if "/seqlab/" in f.filename and "site-packages" not in f.filename
+            ]
             self.lines[f"{ours[-1].filename.split('seqlab/')[-1]}:{ours[-1].lineno}" if ours else "(autograd)"] += 1
         return func(*args, **(kwargs or {}))
 
@@ -56,15 +57,23 @@ def main() -> None:
     tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
     params = [q for q in tagger.net.parameters() if q.requires_grad]
     optimizer = make_optimizer(params, config.train)
-    batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, config.train.batch_size,
-                           config.train.batch_tokens, shuffle=True, rng=random.Random(1))[: 5 + args.steps]
+    batches = make_batches(
+        tagger.encode(corpus.train, with_tags=True),
+        tagger.featurizers,
+        config.train.batch_size,
+        config.train.batch_tokens,
+        shuffle=True,
+        rng=random.Random(1),
+    )[: 5 + args.steps]
     for batch in batches[:5]:  # warm-up: lazily made state is not counted
         train_step(tagger.net, batch, optimizer, params, config.train)
     with Counting() as counting:
         for batch in batches[5:]:
             train_step(tagger.net, batch, optimizer, params, config.train)
-    print(f"{args.config}: {counting.total / args.steps:.1f} operations a training step "
-          f"(CRF recursions {'as PyTorch operations' if args.torch_crf else 'on the host'})")
+    print(
+        f"{args.config}: {counting.total / args.steps:.1f} operations a training step "
+        f"(CRF recursions {'as PyTorch operations' if args.torch_crf else 'on the host'})"
+    )
     for line, n in counting.lines.most_common(12):
         print(f"  {n / args.steps:7.1f}  {line}")
     crf = CRF(40)

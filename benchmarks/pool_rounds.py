@@ -15,17 +15,23 @@ import sys
 
 
 def main() -> None:
-    rounds = [json.load(open(path)) for path in sys.argv[1:]]
+    rounds = []
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            rounds.append(json.load(f))
     if not rounds:
         sys.exit("usage: pool_rounds.py ROUND.json [ROUND.json ...]")
     figures = list(rounds[0]["runs"]["base"][0])
     for figure in figures:
-        sides = {side: [run[figure] for r in rounds for run in r["runs"][side] if figure in run]
-                 for side in ("base", "new")}
+        sides = {
+            side: [run[figure] for r in rounds for run in r["runs"][side] if figure in run] for side in ("base", "new")
+        }
         base, new = (statistics.median(sides[s]) for s in ("base", "new"))
         each = [round(r["new_over_base"][figure], 2) for r in rounds if figure in r["new_over_base"]]
-        print(f"{figure}: {len(sides['base'])} a side, base {base:,.1f}, new {new:,.1f}, "
-              f"new / base {new / base:.2f}; by round {each}")
+        print(
+            f"{figure}: {len(sides['base'])} a side, base {base:,.1f}, new {new:,.1f}, "
+            f"new / base {new / base:.2f}; by round {each}"
+        )
 
 
 if __name__ == "__main__":

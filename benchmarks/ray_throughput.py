@@ -39,6 +39,7 @@ def main() -> None:
 
     from seqlab import Tagger
     from seqlab.data.readers import read_conll
+
     sentences = [s.tokens for s in read_conll(args.data, label_column=None)] * args.repeat
     sentences = sentences[: args.sentences] if args.sentences else sentences
     workers = [int(w) for w in args.workers.split(",")]
@@ -51,14 +52,16 @@ def main() -> None:
     start = time.perf_counter()
     reference = [p.tags for p in tagger.predict(sentences)]  # the predictor's work: tags and spans
     seconds = time.perf_counter() - start
-    results = [{"setting": "in-process, 1 thread, no Ray", "seconds": seconds,
-                "sentences_per_s": len(sentences) / seconds}]
+    results = [
+        {"setting": "in-process, 1 thread, no Ray", "seconds": seconds, "sentences_per_s": len(sentences) / seconds}
+    ]
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
     import ray.data
 
     from seqlab.integrations.ray import tag_dataset
+
     ray.init(num_cpus=max(workers), include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False
@@ -74,22 +77,41 @@ def main() -> None:
             rows = sorted(done.take_all(), key=lambda r: r["id"])  # read from the object store: no new tasks
             same = [list(r["tags"]) for r in rows] == reference
             del done, rows  # frees the blocks (and the pool's actors) before the next run
-            results.append({"setting": f"Ray Data, {n} worker{'s' if n > 1 else ''}", "seconds": seconds,
-                            "sentences_per_s": len(sentences) / seconds, "same_tags_as_in_process": same})
+            results.append(
+                {
+                    "setting": f"Ray Data, {n} worker{'s' if n > 1 else ''}",
+                    "seconds": seconds,
+                    "sentences_per_s": len(sentences) / seconds,
+                    "same_tags_as_in_process": same,
+                }
+            )
     finally:
         ray.shutdown()
 
     print(f"{'setting':34} {'seconds':>8} {'sentences/s':>12}  same tags")
     for r in results:
-        print(f"{r['setting']:34} {r['seconds']:8.2f} {r['sentences_per_s']:12.1f}  "
-              f"{r.get('same_tags_as_in_process', '-')}")
+        print(
+            f"{r['setting']:34} {r['seconds']:8.2f} {r['sentences_per_s']:12.1f}  "
+            f"{r.get('same_tags_as_in_process', '-')}"
+        )
     if args.out:
         from seqlab.io import atomic_write_json
+
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(args.out, {"model": args.model, "data": args.data, "sentences": len(sentences),
-                                     "tokens": tokens, "batch_size": args.batch_size, "cpus": os.cpu_count(),
-                                     "machine": platform.processor() or platform.machine(),
-                                     "ray": ray.__version__, "results": results})
+        atomic_write_json(
+            args.out,
+            {
+                "model": args.model,
+                "data": args.data,
+                "sentences": len(sentences),
+                "tokens": tokens,
+                "batch_size": args.batch_size,
+                "cpus": os.cpu_count(),
+                "machine": platform.processor() or platform.machine(),
+                "ray": ray.__version__,
+                "results": results,
+            },
+        )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import torch
 
@@ -21,6 +22,7 @@ import torch
 def predict(pairs: list[str], engine: str = "torch") -> dict:
     from seqlab.data.readers import read_bmes, read_conll
     from seqlab.tagger import Tagger
+
     out = {}
     for pair in pairs:
         model, data = pair.rsplit(":", 1)
@@ -61,11 +63,15 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     if args.compare:
-        a, b = (json.load(open(f)) for f in args.compare)
+        a, b = (json.loads(Path(f).read_text()) for f in args.compare)
         print(json.dumps(compare(a, b), indent=2))
         return
     result = predict(args.pairs, args.engine)
-    json.dump(result, open(args.out, "w") if args.out else sys.stdout)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f)
+    else:
+        json.dump(result, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ config's threshold, optimiser step). Inference: the whole test set through
 ``Tagger.predict_tags`` at each ``--batch-sizes`` (encoding, network, Viterbi and conversion back to
 the input's scheme included), after one warm-up pass; and ("text-1") each test sentence as a raw string
 through ``Tagger.predict`` one at a time (tokenizing, tags and spans included). ``--engine onnxruntime``
-runs the inference figures on that engine (training is always eager PyTorch). Weights are freshly initialised: throughput does
-not depend on their values. Run nothing else on the machine meanwhile.
+runs the inference figures on that engine (training is always eager PyTorch). Weights are freshly initialised:
+throughput does not depend on their values. Run nothing else on the machine meanwhile.
 """
 
 from __future__ import annotations
@@ -43,14 +43,27 @@ def main() -> None:
     p.add_argument("--train-batches", type=int, default=400)
     p.add_argument("--warmup-batches", type=int, default=20, help="training steps before the clock starts")
     p.add_argument("--batch-sizes", default="1,64")
-    p.add_argument("--test-limit", type=int, default=0,
-                   help="tag only the first N test sentences (slow models); 0 = the whole test set")
+    p.add_argument(
+        "--test-limit",
+        type=int,
+        default=0,
+        help="tag only the first N test sentences (slow models); 0 = the whole test set",
+    )
     p.add_argument("--no-text", action="store_true", help="skip the text-1 figure")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="config override for every config measured, as in `seqlab train --set`")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every config measured, as in `seqlab train --set`",
+    )
     p.add_argument("--engine", default="torch", help="what runs the encoding at inference (Tagger.set_engine)")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto: where the network trains and tags (the "
-                                                   "batches are moved there inside the timed loop, as in training)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu, cuda or auto: where the network trains and tags (the "
+        "batches are moved there inside the timed loop, as in training)",
+    )
     p.add_argument("--out")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -58,8 +71,10 @@ def main() -> None:
     for r in results[1:]:
         r["relative_to_first"] = {
             "train": round(r["train"]["sentences_per_s"] / results[0]["train"]["sentences_per_s"], 3),
-            **{bs: round(v["sentences_per_s"] / results[0]["inference"][bs]["sentences_per_s"], 3)
-               for bs, v in r["inference"].items()},
+            **{
+                bs: round(v["sentences_per_s"] / results[0]["inference"][bs]["sentences_per_s"], 3)
+                for bs, v in r["inference"].items()
+            },
         }
     output = results[0] if len(results) == 1 else results
     print(json.dumps(output, indent=2))
@@ -88,8 +103,15 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     params = [q for q in net.parameters() if q.requires_grad]
     optimizer = make_optimizer(params, cfg)
     encoded = tagger.encode(corpus.train, with_tags=True)
-    batches = make_batches(encoded, tagger.featurizers, cfg.batch_size, cfg.batch_tokens, shuffle=True,
-                           rng=random.Random(1), length=cfg.batch_length)
+    batches = make_batches(
+        encoded,
+        tagger.featurizers,
+        cfg.batch_size,
+        cfg.batch_tokens,
+        shuffle=True,
+        rng=random.Random(1),
+        length=cfg.batch_length,
+    )
     batches = batches[: args.train_batches]
     net.train()
 
@@ -104,12 +126,23 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     sents = sum(len(b.index) for b in batches)
     toks = sum(b.num_tokens for b in batches)
     result = {
-        "config": config_path, "overrides": args.set, "threads": args.threads, "cpu_count": os.cpu_count(),
-        "torch": torch.__version__, "device": describe(device),
-        "machine": platform.processor() or platform.machine(), "parameters": sum(q.numel() for q in params),
-        "train": {"batch_size": cfg.batch_size, "batches": len(batches), "sentences": sents, "tokens": toks,
-                  "seconds": round(seconds, 2), "sentences_per_s": round(sents / seconds, 1),
-                  "tokens_per_s": round(toks / seconds, 1)},
+        "config": config_path,
+        "overrides": args.set,
+        "threads": args.threads,
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "device": describe(device),
+        "machine": platform.processor() or platform.machine(),
+        "parameters": sum(q.numel() for q in params),
+        "train": {
+            "batch_size": cfg.batch_size,
+            "batches": len(batches),
+            "sentences": sents,
+            "tokens": toks,
+            "seconds": round(seconds, 2),
+            "sentences_per_s": round(sents / seconds, 1),
+            "tokens_per_s": round(toks / seconds, 1),
+        },
         "inference": {},
     }
     test = corpus.test or corpus.dev
@@ -124,9 +157,12 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
         start = time.perf_counter()
         tagger.predict_tags(test, bs)
         seconds = time.perf_counter() - start
-        result["inference"][str(bs)] = {"sentences": len(test), "seconds": round(seconds, 2),
-                                        "sentences_per_s": round(len(test) / seconds, 1),
-                                        "tokens_per_s": round(test_tokens / seconds, 1)}
+        result["inference"][str(bs)] = {
+            "sentences": len(test),
+            "seconds": round(seconds, 2),
+            "sentences_per_s": round(len(test) / seconds, 1),
+            "tokens_per_s": round(test_tokens / seconds, 1),
+        }
     if args.no_text:
         return result
     texts = [" ".join(s.tokens) for s in test]  # text in, labels and spans out: what a service sees
@@ -136,9 +172,12 @@ def measure(config_path: str, args: argparse.Namespace) -> dict:
     for t in texts:
         tagger.predict([t], batch_size=1)
     seconds = time.perf_counter() - start
-    result["inference"]["text-1"] = {"sentences": len(test), "seconds": round(seconds, 2),
-                                     "sentences_per_s": round(len(test) / seconds, 1),
-                                     "tokens_per_s": round(test_tokens / seconds, 1)}
+    result["inference"]["text-1"] = {
+        "sentences": len(test),
+        "seconds": round(seconds, 2),
+        "sentences_per_s": round(len(test) / seconds, 1),
+        "tokens_per_s": round(test_tokens / seconds, 1),
+    }
     return result
 
 

@@ -28,8 +28,13 @@ def run(tree: Path, args: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "speed.json"
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        subprocess.run([sys.executable, str(SPEED), *args, "--out", str(out)], cwd=tree, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, str(SPEED), *args, "--out", str(out)],
+            cwd=tree,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         return json.loads(out.read_text())
 
 
@@ -46,8 +51,9 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--data-root", required=True)
     p.add_argument("--out")
-    p.add_argument("--new-extra", default="", help="speed.py arguments for the new checkout only, e.g. "
-                                                   "'--engine onnxruntime'")
+    p.add_argument(
+        "--new-extra", default="", help="speed.py arguments for the new checkout only, e.g. '--engine onnxruntime'"
+    )
     p.add_argument("speed_args", nargs=argparse.REMAINDER, help="-- then speed.py's arguments")
     args = p.parse_args()
     speed_args = [a for a in args.speed_args if a != "--"]
@@ -59,8 +65,15 @@ def main() -> None:
             extra = args.new_extra.split() if name == "new" else []
             runs[name].append(figures(run(tree, speed_args + extra)))
             print(f"rep {rep + 1} {name}: {runs[name][-1]}", flush=True)
-    report = {"speed_args": speed_args, "new_extra": args.new_extra, "reps": args.reps, "trees": {k: str(v) for k, v in trees.items()},
-              "runs": runs, "median": {}, "new_over_base": {}}
+    report = {
+        "speed_args": speed_args,
+        "new_extra": args.new_extra,
+        "reps": args.reps,
+        "trees": {k: str(v) for k, v in trees.items()},
+        "runs": runs,
+        "median": {},
+        "new_over_base": {},
+    }
     for key in runs["base"][0]:
         base = statistics.median(r[key] for r in runs["base"])
         new = statistics.median(r[key] for r in runs["new"])

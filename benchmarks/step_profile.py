@@ -25,8 +25,14 @@ from seqlab.tagger import Tagger
 from seqlab.training import make_optimizer, seed_everything, train_step
 
 #: Runtime calls counted per step: launches, copies and waits between host and GPU.
-RUNTIME_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaStreamSynchronize",
-                 "cudaDeviceSynchronize", "cudaEventSynchronize")
+RUNTIME_CALLS = (
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cudaMemcpyAsync",
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+)
 
 
 def main() -> None:
@@ -50,12 +56,20 @@ def main() -> None:
     tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
     params = [q for q in tagger.net.parameters() if q.requires_grad]
     optimizer = make_optimizer(params, config.train)
-    batches = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, config.train.batch_size,
-                           config.train.batch_tokens, shuffle=True, rng=random.Random(1),
-                           length=config.train.batch_length)[: args.warmup + args.steps]
+    batches = make_batches(
+        tagger.encode(corpus.train, with_tags=True),
+        tagger.featurizers,
+        config.train.batch_size,
+        config.train.batch_tokens,
+        shuffle=True,
+        rng=random.Random(1),
+        length=config.train.batch_length,
+    )[: args.warmup + args.steps]
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    lines = [f"{args.config} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}, "
-             f"torch {torch.__version__}, {args.threads} threads"]
+    lines = [
+        f"{args.config} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}, "
+        f"torch {torch.__version__}, {args.threads} threads"
+    ]
 
     def sync() -> None:
         if device.type == "cuda":
@@ -69,12 +83,17 @@ def main() -> None:
     tagger.net.train()
     steps(batches[: args.warmup])
     start = time.perf_counter()
-    steps(batches[args.warmup:])
+    steps(batches[args.warmup :])
     per_step = (time.perf_counter() - start) / max(1, args.steps)
     with profile(activities=activities) as prof:
-        steps(batches[args.warmup:])
-    lines += report(prof, f"training: {args.steps} steps of batch {config.train.batch_size}, "
-                          f"{per_step * 1e3:.2f} ms a step unprofiled", args.steps, device, args.rows)
+        steps(batches[args.warmup :])
+    lines += report(
+        prof,
+        f"training: {args.steps} steps of batch {config.train.batch_size}, {per_step * 1e3:.2f} ms a step unprofiled",
+        args.steps,
+        device,
+        args.rows,
+    )
 
     tagger.net.eval()
     test = (corpus.test or corpus.dev)[: args.sentences]
@@ -84,12 +103,18 @@ def main() -> None:
     per_sentence = (time.perf_counter() - start) / len(test)
     with profile(activities=activities) as prof:
         tagger.predict_tags(test, 1)
-    lines += report(prof, f"tagging: {len(test)} sentences at batch 1, {per_sentence * 1e3:.2f} ms a sentence "
-                          f"unprofiled", len(test), device, args.rows)
+    lines += report(
+        prof,
+        f"tagging: {len(test)} sentences at batch 1, {per_sentence * 1e3:.2f} ms a sentence unprofiled",
+        len(test),
+        device,
+        args.rows,
+    )
     text = "\n".join(lines)
     print(text)
     if args.out:
         from pathlib import Path
+
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "w") as f:
             f.write(text + "\n")

@@ -42,8 +42,10 @@ def main(root: str, at_epoch: int | None = None, curves: bool = False) -> None:
         log = [json.loads(x) for x in (res.parent / "log.jsonl").read_text().splitlines()]
         m = r["metric"]
         wall = sum(x["seconds"] + x["dev_seconds"] for x in log)
-        print(f"| {res.parent.name} | {m} | {r['best_epoch']} / {r['epochs_run']} | {r['dev'][m]:.2f} | "
-              f"{r['test'][m]:.2f} | {r['train_sentences_per_s']} | {wall:.0f} |")
+        print(
+            f"| {res.parent.name} | {m} | {r['best_epoch']} / {r['epochs_run']} | {r['dev'][m]:.2f} | "
+            f"{r['test'][m]:.2f} | {r['train_sentences_per_s']} | {wall:.0f} |"
+        )
         groups[re.sub(r"-seed\d+$", "", res.parent.name)].append(r["test"][m])
     print("\n| setup | seeds | test mean | std | max |")
     print("|---|---|---|---|---|")
@@ -71,12 +73,16 @@ def main(root: str, at_epoch: int | None = None, curves: bool = False) -> None:
         data = json.loads(sp.read_text())
         for s in data if isinstance(data, list) else [data]:
             t = s["train"]
-            inf = "; ".join(f"batch {k}: {v['sentences_per_s']} sent/s, {v['tokens_per_s']} tok/s"
-                            for k, v in s["inference"].items())
+            inf = "; ".join(
+                f"batch {k}: {v['sentences_per_s']} sent/s, {v['tokens_per_s']} tok/s"
+                for k, v in s["inference"].items()
+            )
             rel = f"; relative to the first config: {s['relative_to_first']}" if "relative_to_first" in s else ""
             sets = "".join(f" --set {o}" for o in s.get("overrides", []))
-            print(f"\n{sp.name} {s['config']}{sets}: threads {s['threads']}, params {s['parameters']}; train (batch "
-                  f"{t['batch_size']}): {t['sentences_per_s']} sent/s, {t['tokens_per_s']} tok/s; inference: {inf}{rel}")
+            print(
+                f"\n{sp.name} {s['config']}{sets}: threads {s['threads']}, params {s['parameters']}; train (batch "
+                f"{t['batch_size']}): {t['sentences_per_s']} sent/s, {t['tokens_per_s']} tok/s; inference: {inf}{rel}"
+            )
 
 
 if __name__ == "__main__":
@@ -85,7 +91,7 @@ if __name__ == "__main__":
     if "--at-epoch" in args:
         i = args.index("--at-epoch")
         epoch = int(args[i + 1])
-        del args[i:i + 2]
+        del args[i : i + 2]
     show_curves = "--curves" in args
     if show_curves:
         args.remove("--curves")

@@ -34,7 +34,7 @@ class ConfigCheckError(ValueError):
         super().__init__(message)
         self.key, self.message = key, message
 
-    def within(self, prefix: str | int) -> "ConfigCheckError":
+    def within(self, prefix: str | int) -> ConfigCheckError:
         return ConfigCheckError(f"{prefix}.{self.key}" if self.key else str(prefix), self.message)
 
 
@@ -74,8 +74,11 @@ class Registry(Generic[C]):
             raise PydanticCustomError("registry_mapping", f"expected a mapping with a 'type' key ({self.kind})")
         name = value.get("type")
         if not isinstance(name, str) or name not in self._classes:
-            raise PydanticCustomError("registry_type", "{detail}", {
-                "detail": f"unknown {self.kind} type {name!r}; known: {', '.join(self.names())}"})
+            raise PydanticCustomError(
+                "registry_type",
+                "{detail}",
+                {"detail": f"unknown {self.kind} type {name!r}; known: {', '.join(self.names())}"},
+            )
         return self._classes[name].model_validate(value)
 
 

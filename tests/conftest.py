@@ -29,6 +29,7 @@ def train_tiny(tmp_path_factory, name: str, make_config) -> tuple[Path, Path, ob
     """Write the 20-sentence corpus in a fresh folder and train ``make_config(path)`` on it:
     returns (corpus path, run folder, TrainResult)."""
     from seqlab.training import train
+
     root = tmp_path_factory.mktemp(name)
     path = root / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
@@ -39,8 +40,11 @@ def train_tiny(tmp_path_factory, name: str, make_config) -> tuple[Path, Path, ob
 def shared_tiny_model(tmp_path_factory) -> tuple[Path, Path]:
     """(20-sentence corpus, model folder) of one BiLSTM-CRF chunker trained once for the whole session (12
     epochs: it finds chunks), for tests that only use a trained model. Tests must not modify the folder."""
-    path, run, _ = train_tiny(tmp_path_factory, "shared", lambda p: tiny_config(
-        p, train={**tiny_config(p).train.model_dump(), "max_epochs": 12}))
+    path, run, _ = train_tiny(
+        tmp_path_factory,
+        "shared",
+        lambda p: tiny_config(p, train={**tiny_config(p).train.model_dump(), "max_epochs": 12}),
+    )
     return path, run / "model"
 
 
@@ -49,6 +53,7 @@ def assert_save_load_identical(model_dir: Path, data: Path, tmp_path: Path):
     predicts what whole batches do. Returns the loaded tagger."""
     from seqlab import Tagger
     from seqlab.data.readers import read_conll
+
     tagger = Tagger.load(model_dir)
     sentences = read_conll(data, label_column=None)
     before = tagger.predict_tags(sentences)
@@ -62,6 +67,7 @@ def assert_save_load_identical(model_dir: Path, data: Path, tmp_path: Path):
 def torch_threads(n: int):
     """PyTorch's intra-op thread count set to ``n`` for the block, the previous one restored after it."""
     import torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
@@ -71,10 +77,11 @@ def torch_threads(n: int):
 
 
 def assert_same_on_two_threads(tagger, sentences, **predict) -> list:
-    """On two threads, batches of 4 sentences run side by side (``seqlab.devices.run_concurrently``, one intra-op
-    thread each) and predict exactly what the same batches give one after another on one thread: tags, n-best
+    """On two threads, batches of 4 sentences run side by side (``seqlab.runtime.devices.run_concurrently``, one
+    intra-op thread each) and predict exactly what the same batches give one after another on one thread: tags, n-best
     lists, confidences and explanations. Returns the predictions."""
     import torch
+
     with torch_threads(1):
         alone = tagger.predict(sentences, batch_size=4, **predict)
     with torch_threads(2):
@@ -93,6 +100,7 @@ def assert_same_gradients_every_run(config, runs: int = 15) -> None:
     from seqlab.data.batching import make_batches
     from seqlab.data.corpus import load_corpus
     from seqlab.tagger import Tagger
+
     corpus = load_corpus(config.data, None)
     tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
     batch = make_batches(tagger.encode(corpus.train, with_tags=True), tagger.featurizers, 64, None)[0]
@@ -110,14 +118,28 @@ def tiny_config(path: Path, **over) -> object:
     raw = {
         "task": "chunking",
         "data": {"train": str(path), "dev": str(path), "test": str(path), "label_column": 2, "scheme": "BIO"},
-        "model": {"embedder": {"features": {"word": {"type": "words", "dim": 16, "pretrained": None},
-                                            "char": {"type": "chars", "encoder": "cnn", "dim": 8, "hidden": 8},
-                                            "casing": {"type": "casing", "dim": 4}},
-                               "dropout": 0.0},
-                  "encoders": [{"type": "bilstm", "hidden": 32, "dropout": 0.0}],
-                  "decoder": {"type": "crf"}},
-        "train": {"optimizer": "adam", "lr": 0.01, "lr_decay": 0.0, "batch_size": 5, "max_epochs": 40,
-                  "patience": 40, "loss_reduction": "mean", "seed": 3},
+        "model": {
+            "embedder": {
+                "features": {
+                    "word": {"type": "words", "dim": 16, "pretrained": None},
+                    "char": {"type": "chars", "encoder": "cnn", "dim": 8, "hidden": 8},
+                    "casing": {"type": "casing", "dim": 4},
+                },
+                "dropout": 0.0,
+            },
+            "encoders": [{"type": "bilstm", "hidden": 32, "dropout": 0.0}],
+            "decoder": {"type": "crf"},
+        },
+        "train": {
+            "optimizer": "adam",
+            "lr": 0.01,
+            "lr_decay": 0.0,
+            "batch_size": 5,
+            "max_epochs": 40,
+            "patience": 40,
+            "loss_reduction": "mean",
+            "seed": 3,
+        },
     }
     for key, value in over.items():
         section, _, sub = key.partition("__")

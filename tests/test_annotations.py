@@ -1,5 +1,5 @@
-"""Annotation formats (seqlab.annotations) and tokenizers (seqlab.tokenization): reading doccano, Label Studio,
-spaCy JSONL and DocBin; the alignment rule; round trips through every format; convert and predict on the command
+"""Annotation formats (seqlab.data.annotations) and tokenizers (seqlab.data.tokenization): reading doccano, Label
+Studio, spaCy JSONL and DocBin; the alignment rule; round trips through every format; convert and predict on the command
 line; training from JSONL."""
 
 from __future__ import annotations
@@ -12,12 +12,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seqlab.annotations import (align_spans, char_spans, convert, iter_annotations, read_annotations,
-                                records_to_sentences, render_record)
 from seqlab.cli import main
+from seqlab.data.annotations import (
+    align_spans,
+    char_spans,
+    convert,
+    iter_annotations,
+    read_annotations,
+    records_to_sentences,
+    render_record,
+)
 from seqlab.data.schemes import get_spans, spans_to_tags
+from seqlab.data.tokenization import TOKENIZERS, tokenize, tokens_of
 from seqlab.errors import SeqlabError
-from seqlab.tokenization import TOKENIZERS, tokenize, tokens_of
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 
 
@@ -42,8 +49,25 @@ def test_tokenizers():
     text = "Michael Jordan isn't here, e.g. U.S. costs $1,000.50 (3.5%)... don't"
     assert tokens_of(text, tokenize(text, "whitespace")) == text.split()
     assert tokens_of(text, tokenize(text, "english")) == [
-        "Michael", "Jordan", "is", "n't", "here", ",", "e.g.", "U.S.", "costs", "$", "1,000.50", "(", "3.5", "%",
-        ")", "...", "do", "n't"]
+        "Michael",
+        "Jordan",
+        "is",
+        "n't",
+        "here",
+        ",",
+        "e.g.",
+        "U.S.",
+        "costs",
+        "$",
+        "1,000.50",
+        "(",
+        "3.5",
+        "%",
+        ")",
+        "...",
+        "do",
+        "n't",
+    ]
     chars = tokenize("Michael Jordan", "chars")
     assert len(chars) == 13 and chars[6] == (6, 7) and chars[7] == (8, 9)  # the space is no token, offsets kept
     with pytest.raises(ValueError, match="unknown tokenizer"):
@@ -51,9 +75,36 @@ def test_tokenizers():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from(["ab", "Z", ".", ",", "'", "-", "$", "9", " ", "\n", "\t", "中", "文", "😀", "é",
-                                 "n't", "U.S.", "3.5", "  ", "'s"]), max_size=40).map("".join),
-       st.sampled_from(TOKENIZERS))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "ab",
+                "Z",
+                ".",
+                ",",
+                "'",
+                "-",
+                "$",
+                "9",
+                " ",
+                "\n",
+                "\t",
+                "中",
+                "文",
+                "😀",
+                "é",
+                "n't",
+                "U.S.",
+                "3.5",
+                "  ",
+                "'s",
+            ]
+        ),
+        max_size=40,
+    ).map("".join),
+    st.sampled_from(TOKENIZERS),
+)
 def test_tokens_cover_every_character_once(text, tokenizer):
     offsets = tokenize(text, tokenizer)
     assert all(a < b for a, b in offsets)
@@ -64,8 +115,11 @@ def test_tokens_cover_every_character_once(text, tokenizer):
 
 @st.composite
 def text_and_spans(draw):
-    words = draw(st.lists(st.sampled_from(["Michael", "Jordan", "中", "文", "x", "'s", ",", "3.5", "😀"]),
-                          min_size=1, max_size=12))
+    words = draw(
+        st.lists(
+            st.sampled_from(["Michael", "Jordan", "中", "文", "x", "'s", ",", "3.5", "😀"]), min_size=1, max_size=12
+        )
+    )
     seps = draw(st.lists(st.sampled_from([" ", "  ", "\n", " \t "]), min_size=len(words), max_size=len(words)))
     text = draw(st.sampled_from(["", " "])) + "".join(w + s for w, s in zip(words, seps))
     tokenizer = draw(st.sampled_from(TOKENIZERS))
@@ -79,8 +133,11 @@ def text_and_spans(draw):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text_and_spans(), st.sampled_from(["doccano", "labelstudio", "spacy-jsonl"]),
-       st.sampled_from(["BIO", "BIOES", "IOB1"]))
+@given(
+    text_and_spans(),
+    st.sampled_from(["doccano", "labelstudio", "spacy-jsonl"]),
+    st.sampled_from(["BIO", "BIOES", "IOB1"]),
+)
 def test_spans_keep_their_characters_through_tags_and_every_format(case, flavour, scheme):
     text, tokenizer, spans = case
     offsets = tokenize(text, tokenizer)
@@ -102,22 +159,49 @@ TEXT1 = "Michael Jordan visited Paris ."
 def test_every_json_flavour_reads_alike(tmp_path):
     records = [
         {"text": TEXT1, "label": [[0, 14, "PER"], [23, 28, "LOC"]], "id": 7},
-        {"text": TEXT1, "entities": [{"id": 1, "start_offset": 0, "end_offset": 14, "label": "PER"},
-                                     {"id": 2, "start_offset": 23, "end_offset": 28, "label": "LOC"}]},
+        {
+            "text": TEXT1,
+            "entities": [
+                {"id": 1, "start_offset": 0, "end_offset": 14, "label": "PER"},
+                {"id": 2, "start_offset": 23, "end_offset": 28, "label": "LOC"},
+            ],
+        },
         {"text": TEXT1, "spans": [{"start": 0, "end": 14, "label": "PER"}, {"start": 23, "end": 28, "label": "LOC"}]},
         {"text": TEXT1, "ents": [{"start": 0, "end": 14, "label": "PER"}, {"start": 23, "end": 28, "label": "LOC"}]},
-        {"id": 3, "data": {"text": TEXT1}, "annotations": [
-            {"was_cancelled": True, "result": []},
-            {"result": [{"value": {"start": 0, "end": 14, "text": "Michael Jordan", "labels": ["PER"]},
-                         "from_name": "label", "to_name": "text", "type": "labels"},
-                        {"value": {"start": 23, "end": 28, "labels": ["LOC"]}, "from_name": "label",
-                         "to_name": "text", "type": "labels"}]}]},
+        {
+            "id": 3,
+            "data": {"text": TEXT1},
+            "annotations": [
+                {"was_cancelled": True, "result": []},
+                {
+                    "result": [
+                        {
+                            "value": {"start": 0, "end": 14, "text": "Michael Jordan", "labels": ["PER"]},
+                            "from_name": "label",
+                            "to_name": "text",
+                            "type": "labels",
+                        },
+                        {
+                            "value": {"start": 23, "end": 28, "labels": ["LOC"]},
+                            "from_name": "label",
+                            "to_name": "text",
+                            "type": "labels",
+                        },
+                    ]
+                },
+            ],
+        },
     ]
     gold = ["B-PER", "I-PER", "O", "B-LOC", "O"]
     sentences = read_annotations(write_lines(tmp_path / "a.jsonl", records))
     assert [s.labels for s in sentences] == [gold] * 5 and [s.line for s in sentences] == [1, 2, 3, 4, 5]
     assert [s.extra["flavour"] for s in iter_annotations(tmp_path / "a.jsonl")] == [
-        "doccano", "doccano", "spacy-jsonl", "spacy-jsonl", "labelstudio"]
+        "doccano",
+        "doccano",
+        "spacy-jsonl",
+        "spacy-jsonl",
+        "labelstudio",
+    ]
     (tmp_path / "a.json").write_text(json.dumps(records, indent=2), encoding="utf-8")  # a Label Studio JSON export
     again = read_annotations(tmp_path / "a.json")
     assert [s.labels for s in again] == [gold] * 5
@@ -129,13 +213,26 @@ def test_every_json_flavour_reads_alike(tmp_path):
 
 def test_labelstudio_utf16_offsets_and_record_tokens(tmp_path):
     text = "😀 Michael Jordan"
-    task = {"data": {"text": text}, "annotations": [{"result": [
-        {"value": {"start": 3, "end": 17, "text": "Michael Jordan", "labels": ["PER"]}, "type": "labels"}]}]}
-    spacy_record = {"text": "New York-based", "tokens": [{"text": "New", "start": 0, "end": 3},
-                                                       {"text": "York", "start": 4, "end": 8},
-                                                       {"text": "-", "start": 8, "end": 9},
-                                                       {"text": "based", "start": 9, "end": 14}],
-                    "spans": [{"start": 0, "end": 8, "label": "LOC"}]}
+    task = {
+        "data": {"text": text},
+        "annotations": [
+            {
+                "result": [
+                    {"value": {"start": 3, "end": 17, "text": "Michael Jordan", "labels": ["PER"]}, "type": "labels"}
+                ]
+            }
+        ],
+    }
+    spacy_record = {
+        "text": "New York-based",
+        "tokens": [
+            {"text": "New", "start": 0, "end": 3},
+            {"text": "York", "start": 4, "end": 8},
+            {"text": "-", "start": 8, "end": 9},
+            {"text": "based", "start": 9, "end": 14},
+        ],
+        "spans": [{"start": 0, "end": 8, "label": "LOC"}],
+    }
     a, b = read_annotations(write_lines(tmp_path / "a.jsonl", [task, spacy_record]))
     assert a.labels == ["O", "B-PER", "I-PER"]  # UTF-16 offsets (an old export) recognised by value.text
     assert b.tokens == ["New", "York", "-", "based"] and b.labels == ["B-LOC", "I-LOC", "O", "O"]
@@ -149,12 +246,14 @@ def test_errors_name_file_line_and_span(tmp_path):
 
     msg = error([{"text": "ok", "label": []}, {"text": "Jordan's car", "label": [[0, 6, "PER"]]}])
     assert msg.startswith(f"{tmp_path / 'e.jsonl'}:2: span [0, 6) 'PER' ('Jordan') does not align")
-    assert "[0, 8) \"Jordan's\"" in msg
-    assert read_annotations(write_lines(tmp_path / "ok.jsonl", [{"text": "Jordan's car", "label": [[0, 6, "PER"]]}]),
-                            "english")[0].labels == ["B-PER", "O", "O"]
+    assert '[0, 8) "Jordan\'s"' in msg
+    assert read_annotations(
+        write_lines(tmp_path / "ok.jsonl", [{"text": "Jordan's car", "label": [[0, 6, "PER"]]}]), "english"
+    )[0].labels == ["B-PER", "O", "O"]
     # spaces around a span are dropped; the same span twice is kept once
-    assert read_annotations(write_lines(tmp_path / "sp.jsonl", [{"text": "a Jordan b", "label": [
-        [1, 9, "PER"], [2, 8, "PER"]]}]))[0].labels == ["O", "B-PER", "O"]
+    assert read_annotations(
+        write_lines(tmp_path / "sp.jsonl", [{"text": "a Jordan b", "label": [[1, 9, "PER"], [2, 8, "PER"]]}])
+    )[0].labels == ["O", "B-PER", "O"]
     assert "overlaps the span of 'PER'" in error([{"text": "a b c", "label": [[0, 3, "PER"], [2, 5, "LOC"]]}])
     assert ":1: span [0, 9) 'PER': outside the text" in error([{"text": "a b", "label": [[0, 9, "PER"]]}])
     assert "covers only spaces" in error([{"text": "a  b", "label": [[1, 3, "PER"]]}])
@@ -177,8 +276,10 @@ def conll(tmp_path) -> Path:
     return p
 
 
-@pytest.mark.parametrize("suffix,to", [(".jsonl", None), (".json", None), (".jsonl", "spacy-jsonl"),
-                                       (".json", "doccano"), (".jsonl", "labelstudio")])
+@pytest.mark.parametrize(
+    "suffix,to",
+    [(".jsonl", None), (".json", None), (".jsonl", "spacy-jsonl"), (".json", "doccano"), (".jsonl", "labelstudio")],
+)
 def test_conll_to_annotations_and_back_is_the_same_file(conll, tmp_path, suffix, to):
     mid = tmp_path / f"mid{suffix}"
     assert convert(conll, mid, dst_format=to) == 6
@@ -218,13 +319,15 @@ def test_bmes_and_chars(tmp_path):
 def test_docbin_round_trip(conll, tmp_path):
     import spacy
     from spacy.tokens import DocBin
+
     convert(conll, tmp_path / "a.jsonl")
     convert(tmp_path / "a.jsonl", tmp_path / "a.spacy")
     docs = list(DocBin().from_disk(tmp_path / "a.spacy").get_docs(spacy.blank("en").vocab))
     ref = read_annotations(tmp_path / "a.jsonl")
     assert [d.text for d in docs] == [s.extra["text"] for s in ref]
     assert [[(e.start_char, e.end_char, e.label_) for e in d.ents] for d in docs] == [
-        char_spans(s.extra["offsets"], get_spans(s.labels, "BIO")) for s in ref]
+        char_spans(s.extra["offsets"], get_spans(s.labels, "BIO")) for s in ref
+    ]
     convert(tmp_path / "a.spacy", tmp_path / "b.jsonl")
     assert [s.labels for s in read_annotations(tmp_path / "b.jsonl")] == [s.labels for s in ref]
     # a document with runs of spaces and newlines keeps its text exactly
@@ -254,14 +357,24 @@ def test_convert_command(conll, tmp_path, capsys):
 def jsonl_model(tmp_path_factory) -> tuple[Path, Path]:
     """A tiny chunker trained from doccano JSONL (data.format: jsonl): (the JSONL file, the model folder)."""
     from seqlab.training import train
+
     root = tmp_path_factory.mktemp("jsonl")
     (root / "tiny.txt").write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
     data = root / "tiny.jsonl"
     convert(root / "tiny.txt", data)
     base = tiny_config(data)
-    config = tiny_config(data, data={"format": "jsonl", "tokenizer": "whitespace", "train": str(data),
-                                     "dev": str(data), "test": str(data), "scheme": "BIO"},
-                         train={**base.train.model_dump(), "max_epochs": 8})
+    config = tiny_config(
+        data,
+        data={
+            "format": "jsonl",
+            "tokenizer": "whitespace",
+            "train": str(data),
+            "dev": str(data),
+            "test": str(data),
+            "scheme": "BIO",
+        },
+        train={**base.train.model_dump(), "max_epochs": 8},
+    )
     result = train(config, root / "run", progress=False)
     assert result.test["f1"] > 0
     return data, root / "run" / "model"
@@ -270,6 +383,7 @@ def jsonl_model(tmp_path_factory) -> tuple[Path, Path]:
 def test_jsonl_training_and_evaluation(jsonl_model):
     from seqlab.tagger import Tagger
     from seqlab.training import evaluate
+
     data, model = jsonl_model
     tagger = Tagger.load(model)
     assert tagger.config.data.format == "jsonl" and tagger.scheme == "BIO"
@@ -283,8 +397,10 @@ def test_jsonl_training_and_evaluation(jsonl_model):
 @pytest.mark.parametrize("fmt", ["doccano", "labelstudio", "spacy-jsonl", "jsonl", "conll"])
 def test_predict_writes_annotations(jsonl_model, tmp_path, capsys, fmt):
     _, model = jsonl_model
-    records = [{"text": "He reckons the current account deficit will narrow .", "id": 1, "label": []},
-               {"text": "  Confidence in the pound is widely expected to take another sharp dive .  ", "meta": 2}]
+    records = [
+        {"text": "He reckons the current account deficit will narrow .", "id": 1, "label": []},
+        {"text": "  Confidence in the pound is widely expected to take another sharp dive .  ", "meta": 2},
+    ]
     src = write_lines(tmp_path / "in.jsonl", records)
     assert main(["-q", "predict", str(model), str(src), "--output-format", fmt]) == 0
     out = capsys.readouterr().out
@@ -303,14 +419,15 @@ def test_predict_writes_annotations(jsonl_model, tmp_path, capsys, fmt):
             (p,) = row["predictions"]
             assert row["data"] == {"text": text} and "annotations" not in row
             spans = [[r["value"]["start"], r["value"]["end"], r["value"]["labels"][0]] for r in p["result"]]
-            assert all(r["value"]["text"] == text[a:b] and 0 <= r["score"] <= 1
-                       for r, (a, b, _) in zip(p["result"], spans))
+            assert all(
+                r["value"]["text"] == text[a:b] and 0 <= r["score"] <= 1 for r, (a, b, _) in zip(p["result"], spans)
+            )
         elif fmt == "spacy-jsonl":
             spans = [[s["start"], s["end"], s["label"]] for s in row["spans"]]
             assert [t["text"] for t in row["tokens"]] == text.split()
         else:
             spans = [[s["start_char"], s["end_char"], s["type"]] for s in row["spans"]]
-            assert all(s["text"] == text[s["start_char"]:s["end_char"]] for s in row["spans"])
+            assert all(s["text"] == text[s["start_char"] : s["end_char"]] for s in row["spans"])
         assert spans and all(text[a:b] and not text[a].isspace() for a, b, _ in spans)
     if fmt != "jsonl":  # the output reads back as annotations, spans at the same characters
         back = tmp_path / ("out.json" if fmt == "labelstudio" else "out.jsonl")
@@ -326,8 +443,18 @@ def test_predict_raw_text_with_another_tokenizer(jsonl_model, tmp_path, capsys):
     src.write_text("He isn't sure, e.g. about U.S. rates.\n", encoding="utf-8")
     assert main(["-q", "predict", str(model), str(src), "--tokenizer", "english"]) == 0
     lines = capsys.readouterr().out.split("\n\n")[0].splitlines()
-    assert [line.split()[0] for line in lines] == ["He", "is", "n't", "sure", ",", "e.g.", "about", "U.S.", "rates",
-                                                   "."]
+    assert [line.split()[0] for line in lines] == [
+        "He",
+        "is",
+        "n't",
+        "sure",
+        ",",
+        "e.g.",
+        "about",
+        "U.S.",
+        "rates",
+        ".",
+    ]
     assert main(["-q", "predict", str(model), str(src), "--tokenizer", "english", "--nbest", "2"]) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(row["nbest"]) == 2 and row["text"] == "He isn't sure, e.g. about U.S. rates."
@@ -344,9 +471,13 @@ def test_predict_tags_a_column_file_into_records(jsonl_model, conll, capsys):
 def test_predict_reads_records_from_stdin(jsonl_model, monkeypatch, capsys):
     import io
     import sys
+
     _, model = jsonl_model
-    for stdin in ('[{"text": "The pound fell ."},\n {"text": "He reckons ."}]\n',
-                  '{"text": "The pound fell ."}\n\n{"text": "He reckons ."}\n', "The pound fell .\nHe reckons .\n"):
+    for stdin in (
+        '[{"text": "The pound fell ."},\n {"text": "He reckons ."}]\n',
+        '{"text": "The pound fell ."}\n\n{"text": "He reckons ."}\n',
+        "The pound fell .\nHe reckons .\n",
+    ):
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
         assert main(["-q", "predict", str(model), "-", "--output-format", "spacy-jsonl"]) == 0
         rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

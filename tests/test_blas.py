@@ -1,11 +1,11 @@
-"""seqlab.blas.one_blas_thread: one NumPy BLAS thread inside the block, the pool as it was after it."""
+"""seqlab.runtime.blas.one_blas_thread: one NumPy BLAS thread inside the block, the pool as it was after it."""
 
 from __future__ import annotations
 
 import numpy as np
 from threadpoolctl import threadpool_info
 
-from seqlab.blas import one_blas_thread
+from seqlab.runtime.blas import one_blas_thread
 
 
 def _blas_threads() -> list[int]:

@@ -1,5 +1,6 @@
-"""Training by time (seqlab.budget): durations, the rate's schedule over the run, a budgeted run that stops in time,
-scores dev along the way, reaches its schedule's end, and continues its clock on --resume; the divergence guard."""
+"""Training by time (seqlab.training.budget): durations, the rate's schedule over the run, a budgeted run that stops in
+time, scores dev along the way, reaches its schedule's end, and continues its clock on --resume; the divergence
+guard."""
 
 from __future__ import annotations
 
@@ -8,16 +9,17 @@ import math
 
 import pytest
 
-from seqlab.budget import Plan, RunClock, parse_duration
-from seqlab.config import TrainConfig, config_from_dict
+from seqlab.config import TrainConfig, config_from_dict, parse_duration
 from seqlab.errors import SeqlabError
 from seqlab.training import learning_rate, train
+from seqlab.training.budget import Plan, RunClock
 from tests.conftest import tiny_config
 from tests.test_cli import assert_user_error, run
 
 
-@pytest.mark.parametrize("text, seconds", [("90s", 90), ("45m", 2700), ("2.5h", 9000), ("120", 120), (" 3 m ", 180),
-                                           (".5h", 1800), (7, 7.0)])
+@pytest.mark.parametrize(
+    "text, seconds", [("90s", 90), ("45m", 2700), ("2.5h", 9000), ("120", 120), (" 3 m ", 180), (".5h", 1800), (7, 7.0)]
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
@@ -59,7 +61,7 @@ def test_plan_with_a_budget_keeps_time_for_the_final_scoring():
     plan = Plan(100.0, 10**9, 10, 2.0, clock)
     assert plan.end() == pytest.approx(92.0)  # before any dev scoring: 8% kept back
     plan.scored(4.0)  # a dev scoring costs 4 s, the final one three of them
-    assert plan.end() == pytest.approx(100 - (1.25 * 4 * 3 + 1))
+    assert plan.end() == pytest.approx(100 - (1.5 * 4 * 3 + 1))
     assert 0.5 < plan.progress(0) < 0.6
     assert not plan.finished(0)
     clock.before = 90.0
@@ -72,8 +74,14 @@ def test_plan_with_a_budget_keeps_time_for_the_final_scoring():
 
 def _budgeted(path, budget: str, **train_over):
     raw = tiny_config(path).model_dump(mode="json")
-    raw["train"].update(max_epochs=10_000, budget=budget, budget_evals=6, lr_schedule="linear",
-                        lr_decay=TrainConfig.model_fields["lr_decay"].default, **train_over)
+    raw["train"].update(
+        max_epochs=10_000,
+        budget=budget,
+        budget_evals=6,
+        lr_schedule="linear",
+        lr_decay=TrainConfig.model_fields["lr_decay"].default,
+        **train_over,
+    )
     return config_from_dict(raw)
 
 
@@ -112,9 +120,9 @@ def test_resume_continues_the_clock(tiny_corpus, tmp_path):
 def test_budget_on_the_command_line(tiny_corpus, tmp_path):
     cfg = tmp_path / "c.yaml"
     import yaml
+
     cfg.write_text(yaml.safe_dump(_budgeted(tiny_corpus, "30s").model_dump(mode="json")))
-    assert_user_error(run("train", cfg, "--out", tmp_path / "r", "--budget", "5 minutes"), "--budget",
-                      "not a duration")
+    assert_user_error(run("train", cfg, "--out", tmp_path / "r", "--budget", "5 minutes"), "--budget", "not a duration")
     proc = run("train", cfg, "--out", tmp_path / "r", "--budget", "4s")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "r" / "results.json").read_text())["budget_s"] == 4.0
@@ -126,7 +134,8 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_model(tiny_corpus, tmp_pa
     epoch; the model and checkpoint written before stay as they were, and so does the log."""
     import torch
 
-    import seqlab.training as training
+    import seqlab.training.loop as training
+
     config = _short_run(tiny_corpus, 2)
     train(config, tmp_path / "run", progress=False)
     saved = {p.name: p.read_bytes() for p in (tmp_path / "run" / "model").iterdir()}
@@ -138,6 +147,7 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_model(tiny_corpus, tmp_pa
         with torch.no_grad():
             next(p for p in net.parameters() if p.requires_grad).fill_(float("nan"))
         return losses * float("nan") if poison == "loss" else losses
+
     monkeypatch.setattr(training, "train_step", diverging)
     where = "epoch 3, step 1" if poison == "loss" else "epoch 3"
     with pytest.raises(SeqlabError, match=f"training diverged: .* at {where}"):

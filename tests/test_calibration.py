@@ -11,12 +11,12 @@ import torch
 import torch.nn.functional as F
 
 from seqlab import Tagger
-from seqlab.calibration import Likelihood, expected_calibration_error, fit_temperature
 from seqlab.config import config_from_dict
-from seqlab.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders.softmax import SoftmaxDecoder
 from seqlab.errors import SeqlabError
+from seqlab.evaluation.calibration import Likelihood, expected_calibration_error, fit_temperature
+from seqlab.nn.context import Context
 from tests.conftest import tiny_config
 from tests.test_cli import assert_user_error, run
 from tests.test_confidence import brute_posteriors
@@ -40,7 +40,7 @@ def test_tempered_crf_is_the_brute_force_distribution_of_scores_over_t(temperatu
         for j in range(3):
             want = sum(float(q) for s, q in zip(seqs, tempered) if s[t] == j)
             assert float(marginals[0, t, j]) == pytest.approx(want, abs=1e-5)
-    tokens, spans = crf.path_confidence(emissions, mask, gold, [[(1, 3), (0, 4)]], temperature)
+    _tokens, spans = crf.path_confidence(emissions, mask, gold, [[(1, 3), (0, 4)]], temperature)
     for (a, b), p in zip([(1, 3), (0, 4)], spans[0]):
         want = sum(float(q) for s, q in zip(seqs, tempered) if list(s[a:b]) == gold[0, a:b].tolist())
         assert p == pytest.approx(want, abs=1e-5)
@@ -58,8 +58,9 @@ def test_tempered_softmax_divides_the_logits():
     want = (F.cross_entropy(logits.transpose(1, 2), tags, reduction="none") * mask).sum(1)
     torch.testing.assert_close(dec.scaled_nll(feats, tags, mask, Context.of(mask), 1.7).detach(), want)
     dec.temperature = 1.7
-    torch.testing.assert_close(dec.marginals(feats, mask, Context.of(mask)).detach(),
-                               logits.softmax(-1) * mask.unsqueeze(-1))
+    torch.testing.assert_close(
+        dec.marginals(feats, mask, Context.of(mask)).detach(), logits.softmax(-1) * mask.unsqueeze(-1)
+    )
 
 
 def test_expected_calibration_error_by_hand():

@@ -18,8 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run(*args, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "seqlab", "-q", *map(str, args)], capture_output=True,
-                          text=True, input=stdin, env=env, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "seqlab", "-q", *map(str, args)],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def assert_user_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
@@ -60,6 +67,7 @@ def test_evaluate_predict_info_score(model_dir, tmp_path):
     assert pred["confidence_kind"] == "crf-marginal" and len(pred["token_confidence"]) == 7
     assert all(0 < p <= 1 for p in pred["token_confidence"])
     from seqlab import Tagger
+
     api = Tagger.load(model).predict(["He reckons the deficit will narrow ."], confidence=True)[0]
     assert pred["tags"] == api.tags and pred["token_confidence"] == pytest.approx(api.token_confidence, abs=1e-5)
     assert [s.pop("confidence") for s in pred["spans"]] == pytest.approx([s.confidence for s in api.spans], abs=1e-5)
@@ -81,10 +89,13 @@ def test_keeps_pound_tokens(model_dir, tmp_path):
     assert [ln.split()[0] for ln in proc.stdout.splitlines() if ln] == ["#", "1.8", "billion", "#"]
 
 
-@pytest.mark.parametrize("content,needles", [
-    ("Confidence NN B-NP\nin IN\n", ["line 2", "column"]),
-    ("", ["empty"]),
-])
+@pytest.mark.parametrize(
+    "content,needles",
+    [
+        ("Confidence NN B-NP\nin IN\n", ["line 2", "column"]),
+        ("", ["empty"]),
+    ],
+)
 def test_bad_training_files(tmp_path, content, needles):
     data = tmp_path / "bad.txt"
     data.write_text(content)
@@ -178,29 +189,41 @@ def test_output_paths_are_checked(model_dir, tmp_path):
     assert_user_error(run("predict", model, locked), "locked.txt", "cannot read")
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["predict", "m", "--nbest", "0"], "1..1000"),
-    (["predict", "m", "--batch-size", "-3"], "1..100000"),
-    (["evaluate", "m", "d", "--beam", "x"], "1..256"),
-    (["train", "c.yaml", "--out", "o", "--max-epochs", "0"], "1..100000"),
-    (["serve", "m", "--port", "70000"], "1-65535"),
-    (["predict", "m", "--workers", "0"], "--workers: expected an integer in 1..256"),
-    (["predict", "m", "--workers", "100000"], "--workers: expected an integer in 1..256"),
-    (["serve", "m", "--workers", "0"], "--workers: expected an integer in 1..256"),
-    (["serve", "m", "--max-sentences", "0"], "--max-sentences: expected an integer in 1..1000000"),
-    (["serve", "m", "--max-body-bytes", "2MB"], "--max-body-bytes: expected an integer in 1..1000000000"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["predict", "m", "--nbest", "0"], "1..1000"),
+        (["predict", "m", "--batch-size", "-3"], "1..100000"),
+        (["evaluate", "m", "d", "--beam", "x"], "1..256"),
+        (["train", "c.yaml", "--out", "o", "--max-epochs", "0"], "1..100000"),
+        (["serve", "m", "--port", "70000"], "1-65535"),
+        (["predict", "m", "--workers", "0"], "--workers: expected an integer in 1..256"),
+        (["predict", "m", "--workers", "100000"], "--workers: expected an integer in 1..256"),
+        (["serve", "m", "--workers", "0"], "--workers: expected an integer in 1..256"),
+        (["serve", "m", "--max-sentences", "0"], "--max-sentences: expected an integer in 1..1000000"),
+        (["serve", "m", "--max-body-bytes", "2MB"], "--max-body-bytes: expected an integer in 1..1000000000"),
+    ],
+)
 def test_command_line_numbers_have_ranges(args, needle):
     proc = run(*args)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and needle in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("command", [["evaluate", "{model}", "{data}"], ["calibrate", "{model}", "{data}"],
-                                     ["predict", "{model}", "{data}"], ["analyze", "{model}", "{data}"],
-                                     ["attention", "{model}", "a b", "--out", "{out}"]])
-def test_every_command_that_runs_the_network_takes_a_device_and_names_a_bad_one(command, shared_tiny_model, tmp_path,
-                                                                                capsys):
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["evaluate", "{model}", "{data}"],
+        ["calibrate", "{model}", "{data}"],
+        ["predict", "{model}", "{data}"],
+        ["analyze", "{model}", "{data}"],
+        ["attention", "{model}", "a b", "--out", "{out}"],
+    ],
+)
+def test_every_command_that_runs_the_network_takes_a_device_and_names_a_bad_one(
+    command, shared_tiny_model, tmp_path, capsys
+):
     from seqlab.cli import main
+
     data, model = shared_tiny_model
     args = [a.format(model=model, data=data, out=tmp_path / "a.png") for a in command]
     assert main(["-q", *args, "--device", "tpu"]) == 2

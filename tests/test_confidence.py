@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from seqlab import Tagger
-from seqlab.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders.softmax import SoftmaxDecoder
+from seqlab.nn.context import Context
 from tests.test_crf import make_crf, rand_emissions
 
 
@@ -42,7 +42,7 @@ def test_span_probability_equals_the_sum_over_all_sequences_containing_it(constr
     probs = crf.segment_probs(emissions, mask, tags, segments)
     marginals = crf.marginals(emissions, mask).detach()
     for row, n in enumerate([5, 3]):
-        seqs, post = brute_posteriors(crf, emissions[row: row + 1], n)
+        seqs, post = brute_posteriors(crf, emissions[row : row + 1], n)
         path = tags[row].tolist()
         for (a, b), p in zip(segments[row], probs[row]):
             expected = sum(float(q) for s, q in zip(seqs, post) if list(s[a:b]) == path[a:b])
@@ -53,8 +53,9 @@ def test_span_probability_equals_the_sum_over_all_sequences_containing_it(constr
     tokens, spans = crf.path_confidence(emissions, mask, tags, segments)  # one forward-backward for both
     for row, n in enumerate([5, 3]):
         assert spans[row] == pytest.approx(probs[row], abs=1e-6)
-        assert tokens[row] == pytest.approx(marginals[row, :n].gather(1, tags[row, :n, None]).squeeze(1).tolist(),
-                                            abs=1e-6)
+        assert tokens[row] == pytest.approx(
+            marginals[row, :n].gather(1, tags[row, :n, None]).squeeze(1).tolist(), abs=1e-6
+        )
 
 
 def test_softmax_span_probability_is_exact_for_independent_tokens():
@@ -83,7 +84,7 @@ def test_tagger_confidence_is_a_probability_below_its_tokens(trained):
         assert len(pred.token_confidence) == len(pred.tokens)
         assert pred.spans and all(0 < s.confidence <= 1 for s in pred.spans)
         for span in pred.spans:  # a joint probability never exceeds a marginal of its parts
-            assert span.confidence <= min(pred.token_confidence[span.start: span.end]) + 1e-6
+            assert span.confidence <= min(pred.token_confidence[span.start : span.end]) + 1e-6
         assert again.token_confidence == pytest.approx(pred.token_confidence, abs=1e-5)
         assert [s.confidence for s in again.spans] == pytest.approx([s.confidence for s in pred.spans], abs=1e-5)
     assert tagger.predict(sentences[:1])[0].token_confidence is None  # only when asked for
@@ -93,6 +94,7 @@ def test_prediction_to_dict_is_asdict(trained):
     """Prediction.to_dict builds what dataclasses.asdict gives (spans, n-best, confidences), without sharing
     the prediction's lists."""
     from dataclasses import asdict
+
     tagger, sentences = trained
     for pred in tagger.predict(sentences[:5], nbest=2, confidence=True, explain=True):
         d = pred.to_dict()

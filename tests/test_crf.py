@@ -1,4 +1,4 @@
-"""Tests of seqlab.crf.CRF against brute-force enumeration on tiny inputs."""
+"""Tests of seqlab.crf.crf.CRF against brute-force enumeration on tiny inputs."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqlab.crf import CRF, DISALLOWED_SCORE
-from seqlab.crf_partition import alpha_recursion
+from seqlab.crf.crf import CRF, DISALLOWED_SCORE
+from seqlab.crf.partition import alpha_recursion
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -309,7 +309,7 @@ def test_one_token_sentence():
 
 @pytest.mark.parametrize("seed", range(30))
 def test_hand_written_log_partition_gradient_equals_autograd(seed):
-    """log Z's closed-form gradient (seqlab.crf_partition) against autograd through the recorded
+    """log Z's closed-form gradient (seqlab.crf.partition) against autograd through the recorded
     forward recursion: every parameter and the emissions, with padding, constraints and weights."""
     num_tags, batch, seq_len = 1 + seed % 6, 1 + seed % 4, 1 + seed % 7
     crf = make_crf(num_tags, seed, constrained=seed % 2 == 1)
@@ -320,7 +320,7 @@ def test_hand_written_log_partition_gradient_equals_autograd(seed):
     log_z = crf.log_partition(em, mask)
     got = torch.autograd.grad((log_z * weights).sum(), inputs)
     trimmed, tmask, _ = crf._trim(em, mask)
-    trans, start, end = crf._potentials()
+    trans, start, end = crf.potentials()
     alphas = alpha_recursion(trimmed, trans, start, tmask)  # recorded by autograd, outside the Function
     reference = torch.logsumexp(alphas[:, -1] + end, dim=1)
     # the same recursion; on CPU log Z runs in NumPy, whose vectorised exp/log may round differently from torch's
@@ -334,7 +334,8 @@ def test_hand_written_log_partition_gradient_equals_autograd(seed):
 def test_log_partition_in_numpy_equals_the_torch_recursions(seed, monkeypatch):
     """On CPU, LogPartition runs in NumPy float64; the PyTorch recursions (kept for GPUs) give the same log Z
     and gradients: to float64 rounding on float64 inputs, to float32 rounding on the float32 a model trains in."""
-    import seqlab.crf_partition as partition
+    import seqlab.crf.partition as partition
+
     monkeypatch.setattr(partition, "PAIR_BLOCK", 1 if seed % 3 == 0 else partition.PAIR_BLOCK)  # a step a block
     num_tags, batch, seq_len = 2 + seed % 6, 1 + seed % 4, 1 + seed % 9
     for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 2e-5)):
@@ -356,13 +357,14 @@ def test_log_partition_in_numpy_equals_the_torch_recursions(seed, monkeypatch):
 def _partition_inputs(crf: CRF, em: torch.Tensor, mask: torch.Tensor):
     """The NumPy arrays LogPartition hands its CPU recursions: emissions, trans, start and end with the
     constraint penalties added, mask."""
-    trans, start, end = crf._potentials()
+    trans, start, end = crf.potentials()
     return [x.detach().numpy() for x in (em, trans, start, end, mask)]
 
 
 def _compiled_partition():
-    """seqlab.crf_compiled.CompiledPartition, or a skip where Numba is missing."""
-    from seqlab.crf_compiled import CompiledPartition, kernels
+    """seqlab.crf.compiled.CompiledPartition, or a skip where Numba is missing."""
+    from seqlab.crf.compiled import CompiledPartition, kernels
+
     if kernels() is None:
         pytest.skip("numba is not installed (a dependency of seqlab): the compiled recursions are absent")
     return CompiledPartition
@@ -372,11 +374,12 @@ def _compiled_partition():
 @pytest.mark.parametrize("seed", range(24))
 def test_probability_space_recursions_equal_the_log_space_ones(seed, compiled):
     """On CPU, log Z and its gradients come from recursions in probability space, rescaled at each step
-    (crf_partition._ScaledPartition as NumPy calls, crf_compiled.CompiledPartition compiled by Numba); they equal
-    the log-space recursions' (_NumpyPartition) to float64 rounding: padding with absurd values, constraints,
+    (crf.host.ScaledPartition as NumPy calls, crf.compiled.CompiledPartition compiled by Numba); they equal
+    the log-space recursions' (NumpyPartition) to float64 rounding: padding with absurd values, constraints,
     one-token sentences, emissions spread up to 30 apart, emissions in float32 and float64, contiguous or not."""
-    from seqlab.crf_partition import _NumpyPartition, _ScaledPartition
-    scaled_class = _compiled_partition() if compiled else _ScaledPartition
+    from seqlab.crf.host import NumpyPartition, ScaledPartition
+
+    scaled_class = _compiled_partition() if compiled else ScaledPartition
     num_tags, batch, seq_len = 1 + seed % 7, 1 + seed % 5, 1 + seed % 11
     crf = make_crf(num_tags, seed, constrained=seed % 2 == 1, scale=(1.0, 3.0, 10.0)[seed % 3])
     em, mask = padded_batch([seq_len] + [1 + (seed * 7 + b) % seq_len for b in range(batch - 1)], num_tags, seed)
@@ -387,7 +390,7 @@ def test_probability_space_recursions_equal_the_log_space_ones(seed, compiled):
         em = em.transpose(0, 1).contiguous().transpose(0, 1)
     inputs = _partition_inputs(crf, em, mask)
     weights = torch.randn(batch, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).numpy()
-    scaled, log_space = scaled_class(*inputs), _NumpyPartition(*inputs)
+    scaled, log_space = scaled_class(*inputs), NumpyPartition(*inputs)
     assert scaled.log_z == pytest.approx(log_space.log_z, rel=1e-12, abs=1e-11)
     for got, expected in zip(scaled.gradients(weights), log_space.gradients(weights)):
         assert got.shape == expected.shape
@@ -399,19 +402,20 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     value of that step underflows float64 to 0, so log Z and its gradients come from the log-space recursions
     (and equal brute force), as do the confidences' marginals; a gradient whose marginals underflow falls back
     the same way."""
-    import seqlab.crf_partition as partition
+    import seqlab.crf.host as host
+
     allowed = torch.tensor([[False, True], [False, True]])  # nothing enters tag 0 after step 0
     crf = CRF(2, allowed=allowed).double()
     em = torch.tensor([[[0.0, 0.0], [1000.0, 0.0], [0.0, 0.5]]], dtype=torch.float64, requires_grad=True)
     mask = torch.ones(1, 3, dtype=torch.bool)
-    with pytest.raises(partition._Underflow):
-        partition._ScaledPartition(*_partition_inputs(crf, em, mask))
+    with pytest.raises(host.Underflow):
+        host.ScaledPartition(*_partition_inputs(crf, em, mask))
     log_z = crf.log_partition(em, mask)
     assert log_z.item() == pytest.approx(logsumexp(brute_all(crf, em[0].detach(), only_allowed=True).values()))
-    grad, = torch.autograd.grad(log_z.sum(), [em])
+    (grad,) = torch.autograd.grad(log_z.sum(), [em])
     assert torch.isfinite(grad).all() and grad[0, 1].tolist() == pytest.approx([0.0, 1.0])
 
-    with torch.no_grad():  # the confidences' forward-backward (seqlab.posteriors) takes the same exact path
+    with torch.no_grad():  # the confidences' forward-backward (seqlab.crf.posteriors) takes the same exact path
         marginals = crf.marginals(em.detach(), mask)[0]
     paths = brute_all(crf, em[0].detach())
     expected = torch.zeros(3, 2, dtype=torch.float64)
@@ -423,26 +427,28 @@ def test_where_probabilities_underflow_the_log_space_recursions_take_over():
     em2, mask2 = padded_batch([4, 2, 3], 3, seed=5)
     inputs = _partition_inputs(make_crf(3, 5), em2, mask2)
     weights = torch.rand(3, generator=torch.Generator().manual_seed(1), dtype=torch.float64).numpy()
-    scaled = partition._ScaledPartition(*inputs)
+    scaled = host.ScaledPartition(*inputs)
     scaled.alphas[1, 0] = 0.0  # as if row 0's probabilities at step 1 had underflowed
-    for got, expected in zip(scaled.gradients(weights), partition._NumpyPartition(*inputs).gradients(weights)):
+    for got, expected in zip(scaled.gradients(weights), host.NumpyPartition(*inputs).gradients(weights)):
         torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
 
 
 def test_compiled_recursions_hand_underflows_to_the_log_space_ones(monkeypatch):
-    """The compiled recursions (crf_compiled) find the same underflows as the NumPy ones: the forward one raises,
+    """The compiled recursions (crf.compiled) find the same underflows as the NumPy ones: the forward one raises,
     and LogPartition then takes the log-space recursions (brute force's log Z); a gradient whose marginals
     underflow comes from the log-space gradient. Without Numba, the NumPy probability-space recursions run."""
-    import seqlab.crf_partition as partition
+    import seqlab.crf.host as host
+    import seqlab.crf.partition as partition
+
     compiled_class = _compiled_partition()
     allowed = torch.tensor([[False, True], [False, True]])
     crf = CRF(2, allowed=allowed).double()
     em = torch.tensor([[[0.0, 0.0], [1000.0, 0.0], [0.0, 0.5]]], dtype=torch.float64, requires_grad=True)
     mask = torch.ones(1, 3, dtype=torch.bool)
     inputs = _partition_inputs(crf, em, mask)
-    with pytest.raises(partition._Underflow):
+    with pytest.raises(host.Underflow):
         compiled_class(*inputs)
-    assert isinstance(partition._cpu_partition(*inputs), partition._NumpyPartition)
+    assert isinstance(partition._cpu_partition(*inputs), host.NumpyPartition)
     log_z = crf.log_partition(em, mask)
     assert log_z.item() == pytest.approx(logsumexp(brute_all(crf, em[0].detach(), only_allowed=True).values()))
 
@@ -452,11 +458,11 @@ def test_compiled_recursions_hand_underflows_to_the_log_space_ones(monkeypatch):
     weights = torch.rand(3, generator=torch.Generator().manual_seed(1), dtype=torch.float64).numpy()
     scaled = compiled_class(*inputs)
     scaled.alphas[0, 1] = 0.0  # as if row 0's probabilities at step 1 had underflowed
-    for got, expected in zip(scaled.gradients(weights), partition._NumpyPartition(*inputs).gradients(weights)):
+    for got, expected in zip(scaled.gradients(weights), host.NumpyPartition(*inputs).gradients(weights)):
         torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(expected), atol=1e-12, rtol=1e-10)
 
     monkeypatch.setattr(partition, "kernels", lambda: None)  # as where Numba is not installed
-    assert isinstance(partition._cpu_partition(*inputs), partition._ScaledPartition)
+    assert isinstance(partition._cpu_partition(*inputs), host.ScaledPartition)
 
 
 def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(monkeypatch):
@@ -465,7 +471,8 @@ def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(m
     must stay far below the allowed paths (it was floored at log(tiny) = -87, so 200 - 87 outweighed them and log
     Z came out near 113). log Z, its gradient and the marginals with gradients equal brute force over the
     allowed paths, and every gradient is finite."""
-    import seqlab.crf_partition as partition
+    import seqlab.crf.partition as partition
+
     monkeypatch.setattr(partition, "CPU_NUMPY", False)
     allowed = torch.tensor([[False, True], [False, True]])
     crf = CRF(2, allowed=allowed)
@@ -474,7 +481,7 @@ def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(m
     paths = brute_all(crf, em[0].detach().double(), only_allowed=True)
     log_z = crf.log_partition(em, mask)
     assert log_z.item() == pytest.approx(logsumexp(paths.values()), abs=1e-4)
-    grad, = torch.autograd.grad(log_z.sum(), [em])
+    (grad,) = torch.autograd.grad(log_z.sum(), [em])
     expected = torch.zeros(4, 2)
     for path, score in paths.items():
         for t, y in enumerate(path):
@@ -483,13 +490,13 @@ def test_pytorch_recursions_keep_states_only_disallowed_moves_reach_impossible(m
     torch.testing.assert_close(grad[0], expected, atol=1e-5, rtol=1e-4)
     marginals = crf.marginals(em, mask)  # with gradients: the PyTorch alpha and beta recursions
     torch.testing.assert_close(marginals[0].detach(), expected, atol=1e-5, rtol=1e-4)
-    back, = torch.autograd.grad(marginals[0, 2, 1], [em])
+    (back,) = torch.autograd.grad(marginals[0, 2, 1], [em])
     assert torch.isfinite(back).all()
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
-    """CPU decoding runs in NumPy (seqlab.viterbi); it must give the PyTorch loop's paths and scores,
+    """CPU decoding runs in NumPy (seqlab.crf.viterbi); it must give the PyTorch loop's paths and scores,
     ties included: small integer scores make many paths tie, and both pick the lowest tag index."""
     g = torch.Generator().manual_seed(seed)
     num_tags, batch, seq_len = 1 + seed % 6, 1 + seed % 5, 1 + seed % 8
@@ -497,9 +504,14 @@ def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
     integer = seed % 3 != 0
     with torch.no_grad():
         for p in crf.parameters():
-            p.copy_(torch.randint(-2, 3, p.shape, generator=g).float() if integer else torch.randn(p.shape, generator=g))
-    em = (torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float() if integer
-          else torch.randn(batch, seq_len, num_tags, generator=g))
+            p.copy_(
+                torch.randint(-2, 3, p.shape, generator=g).float() if integer else torch.randn(p.shape, generator=g)
+            )
+    em = (
+        torch.randint(-2, 3, (batch, seq_len, num_tags), generator=g).float()
+        if integer
+        else torch.randn(batch, seq_len, num_tags, generator=g)
+    )
     lengths = torch.randint(1, seq_len + 1, (batch,), generator=g)
     mask = torch.arange(seq_len)[None] < lengths[:, None]
     mask[0] = True
@@ -508,8 +520,7 @@ def test_numpy_viterbi_equals_torch_viterbi_with_ties_and_padding(seed):
     assert torch.equal(tags, ref_tags) and torch.equal(scores, ref_scores)
     for b in range(batch):  # and each path really scores what it says
         n = int(mask[b].sum())
-        assert crf.score(em[b:b + 1, :n], tags[b:b + 1, :n]).item() == pytest.approx(scores[b].item(), abs=1e-4)
-
+        assert crf.score(em[b : b + 1, :n], tags[b : b + 1, :n]).item() == pytest.approx(scores[b].item(), abs=1e-4)
 
 
 def integer_case(g: torch.Generator, num_tags: int, batch: int, seq_len: int, allowed: float | None):
@@ -525,9 +536,10 @@ def integer_case(g: torch.Generator, num_tags: int, batch: int, seq_len: int, al
 
 @pytest.mark.parametrize("seed", range(6))
 def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
-    """Batches of (batch x tags x tags) >= seqlab.viterbi.TORCH_ADD_FROM take the PyTorch-add path of
+    """Batches of (batch x tags x tags) >= seqlab.crf.viterbi.TORCH_ADD_FROM take the PyTorch-add path of
     the NumPy decoder; its paths and scores are the PyTorch loop's too, ties and padding included."""
-    from seqlab.viterbi import TORCH_ADD_FROM
+    from seqlab.crf.viterbi import TORCH_ADD_FROM
+
     g = torch.Generator().manual_seed(100 + seed)
     num_tags, batch, seq_len = 20 + 4 * seed, 25 + 9 * seed, 3 + 5 * seed
     assert batch * num_tags * num_tags >= TORCH_ADD_FROM
@@ -543,9 +555,10 @@ def test_numpy_viterbi_equals_torch_viterbi_on_large_batches(seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_max_only_viterbi_equals_the_pointer_keeping_one(seed, monkeypatch):
     """Large batches keep only maxima on the way forward and recompute the pointers on the way back
-    (seqlab.viterbi.MAX_ONLY_FROM): the same paths and scores as keeping every pointer and as the PyTorch
+    (seqlab.crf.viterbi.MAX_ONLY_FROM): the same paths and scores as keeping every pointer and as the PyTorch
     loop, with ties (small integer scores), padding, one-token sentences and constraints."""
-    import seqlab.viterbi as V
+    import seqlab.crf.viterbi as V
+
     g = torch.Generator().manual_seed(300 + seed)
     num_tags, batch, seq_len = 2 + 5 * seed, 2 + 7 * seed, 1 + 4 * seed
     crf, em, lengths = integer_case(g, num_tags, batch, seq_len, 0.4 if seed % 2 else None)
@@ -657,12 +670,13 @@ def test_numpy_forward_backward_equals_the_torch_recursions(constrained):
     """The NumPy recursions that confidences use at CPU inference (seqlab/posteriors.py) against the
     PyTorch ones that training uses, with padding and constraint penalties; and marginals with and without
     gradients (which pick one or the other) agree."""
-    from seqlab.crf_partition import alpha_recursion, beta_recursion
-    from seqlab.posteriors import forward_backward
+    from seqlab.crf.partition import alpha_recursion, beta_recursion
+    from seqlab.crf.posteriors import forward_backward
+
     crf = make_crf(6, seed=11, constrained=constrained)
     em = rand_emissions(4, 9, 6, seed=12)
     mask = torch.arange(9)[None] < torch.tensor([9, 1, 5, 8])[:, None]
-    trans, start, end = crf._potentials()
+    trans, start, end = crf.potentials()
     with torch.no_grad():
         alphas = alpha_recursion(em, trans, start, mask)
         betas = beta_recursion(em, trans, end, mask)

@@ -20,13 +20,15 @@ from seqlab.training import train
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 from tests.test_crf import make_crf, padded_batch
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="no CUDA GPU visible to PyTorch: its paths are checked on a machine with one")
+pytestmark = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA GPU visible to PyTorch: its paths are checked on a machine with one"
+)
 
 CUDA, CPU = torch.device("cuda"), torch.device("cpu")
 
 
 # ---------------------------------------------------------------- the CRF on both devices
+
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("constrained", [False, True])
@@ -35,8 +37,9 @@ def test_crf_on_the_gpu_equals_the_cpu(seed, constrained, host, monkeypatch):
     """log Z and its gradients, Viterbi paths and scores, marginals and the 3 best paths on the GPU against the
     CPU's (float64, padded rows of garbage): the GPU's recursions and Viterbi run on the host (the default for
     training and for batches of 1-2) or as PyTorch operations on the GPU."""
-    from seqlab import crf as crf_module
-    from seqlab import crf_partition
+    from seqlab.crf import crf as crf_module
+    from seqlab.crf import partition as crf_partition
+
     monkeypatch.setattr(crf_partition, "GPU_ON_HOST", host)
     monkeypatch.setattr(crf_module, "GPU_HOST_VITERBI_ROWS", 6 if host else 0)
     crf = make_crf(7, seed, constrained)
@@ -51,9 +54,12 @@ def test_crf_on_the_gpu_equals_the_cpu(seed, constrained, host, monkeypatch):
         grads = torch.autograd.grad(log_z.sum() + nll, [x, here.transitions, here.start_transitions])
         paths, scores = here.viterbi(em.to(device), mask.to(device))
         assert paths.device.type == scores.device.type == grads[0].device.type == device.type
-        results[device.type] = ([t.detach().cpu() for t in (log_z, nll, *grads, scores)], paths.cpu(),
-                                here.marginals(em.to(device), mask.to(device)).detach().cpu(),
-                                here.nbest(em.to(device), mask.to(device), 3))
+        results[device.type] = (
+            [t.detach().cpu() for t in (log_z, nll, *grads, scores)],
+            paths.cpu(),
+            here.marginals(em.to(device), mask.to(device)).detach().cpu(),
+            here.nbest(em.to(device), mask.to(device), 3),
+        )
     cpu, gpu = results["cpu"], results["cuda"]
     for a, b in zip(cpu[0], gpu[0]):
         torch.testing.assert_close(b, a, rtol=1e-9, atol=1e-9)
@@ -64,6 +70,7 @@ def test_crf_on_the_gpu_equals_the_cpu(seed, constrained, host, monkeypatch):
 
 
 # ---------------------------------------------------------------- every architecture trained on the GPU
+
 
 def _chunking(root: Path, make) -> tuple[object, Path]:
     path = root / "tiny.txt"
@@ -78,16 +85,21 @@ def _families() -> dict:
 
     def flat(root: Path):
         from tests.test_flat import ORGS, make_corpus, raw_config
+
         corpus, lexicon = root / "train.bmes", root / "lexicon.txt"
         make_corpus(corpus)
-        lexicon.write_text("\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程师"]) + "\n",
-                           encoding="utf-8")
+        lexicon.write_text(
+            "\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程师"]) + "\n", encoding="utf-8"
+        )
         return config_from_dict(raw_config(corpus, lexicon)), corpus
-    return {"bilstm-crf": lambda root: _chunking(root, tiny_config),
-            "psa": lambda root: _chunking(root, psa_config),
-            "att-bilstm-cnn": lambda root: _chunking(root, att_config),
-            "gcdt": lambda root: _chunking(root, gcdt_config),
-            "flat": flat}
+
+    return {
+        "bilstm-crf": lambda root: _chunking(root, tiny_config),
+        "psa": lambda root: _chunking(root, psa_config),
+        "att-bilstm-cnn": lambda root: _chunking(root, att_config),
+        "gcdt": lambda root: _chunking(root, gcdt_config),
+        "flat": flat,
+    }
 
 
 def _on(config, device: str):
@@ -152,8 +164,24 @@ def test_cli_predicts_the_same_on_both_devices(gpu_run, tmp_path):
     text.write_text("\n".join(" ".join(s.tokens) for s in sentences) + "\n", encoding="utf-8")
     outputs = []
     for device in ("cpu", "cuda"):
-        done = subprocess.run([sys.executable, "-m", "seqlab", "predict", str(model), str(text), "--device", device,
-                               "--input-format", "raw", "--output-format", "jsonl"], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "seqlab",
+                "predict",
+                str(model),
+                str(text),
+                "--device",
+                device,
+                "--input-format",
+                "raw",
+                "--output-format",
+                "jsonl",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, done.stderr
         outputs.append([json.loads(line)["tags"] for line in done.stdout.splitlines()])
     assert outputs[0] == outputs[1] and len(outputs[0]) == len(sentences)
@@ -163,6 +191,7 @@ def test_cli_predicts_the_same_on_both_devices(gpu_run, tmp_path):
 def test_psa_additive_scores_on_the_gpu_equal_the_cpu(monkeypatch, limit):
     """One GPU block (the default there) or many small ones: the scores and their gradients are the CPU's."""
     from seqlab.encoders import psa
+
     monkeypatch.setattr(psa, "GPU_BLOCK_ELEMENTS", limit)
     gen = torch.Generator().manual_seed(4)
     shapes = ((5, 9, 16), (5, 9, 16), (16,))
@@ -172,8 +201,9 @@ def test_psa_additive_scores_on_the_gpu_equal_the_cpu(monkeypatch, limit):
     for device in (CPU, CUDA):
         leaves = [x.to(device).requires_grad_() for x in (q, k, w)]
         scores = psa.AdditiveScores.apply(*leaves)
-        out[device.type] = [x.detach().cpu() for x in (scores, *torch.autograd.grad((scores * g.to(device)).sum(),
-                                                                                  leaves))]
+        out[device.type] = [
+            x.detach().cpu() for x in (scores, *torch.autograd.grad((scores * g.to(device)).sum(), leaves))
+        ]
     for a, b in zip(out["cpu"], out["cuda"]):
         torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-10)
 
@@ -182,6 +212,7 @@ def test_a_resumed_gpu_run_with_dropout_ends_with_the_uninterrupted_runs_bits(tm
     """train.deterministic on, dropout 0.3: 4 epochs in one go, and 2 epochs then --resume to 4, end with the
     same weights (the checkpoint keeps the GPU's generator, from which the dropout masks come); so do two runs."""
     from safetensors.torch import load_file
+
     path = tmp_path / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
 
@@ -190,6 +221,7 @@ def test_a_resumed_gpu_run_with_dropout_ends_with_the_uninterrupted_runs_bits(tm
         raw["model"]["embedder"]["dropout"] = raw["model"]["encoders"][0]["dropout"] = 0.3
         raw["train"].update(max_epochs=epochs, optimizer="sgd", lr=0.05, device="cuda", deterministic=True)
         return config_from_dict(raw)
+
     for run in ("full", "again"):
         train(config(4), tmp_path / run, progress=False)
     train(config(2), tmp_path / "part", progress=False)
@@ -206,6 +238,7 @@ def test_each_architecture_trains_to_the_same_bits_twice_when_deterministic(name
     """train.deterministic on a GPU: every operation of each architecture's training has a deterministic
     kernel (PyTorch raises where one has none), and two runs of one seed, dropout on, give the same weights."""
     from safetensors.torch import load_file
+
     config, _ = _families()[name](tmp_path)
     raw = config.model_dump(mode="json")
     raw["model"]["embedder"]["dropout"] = 0.2
@@ -223,7 +256,8 @@ def test_the_service_tags_on_the_gpu_what_it_tags_on_the_cpu(gpu_run, monkeypatc
     pytest.importorskip("fastapi", reason="serving needs the extra seqlab[serve]")
     from fastapi.testclient import TestClient
 
-    from seqlab.serve import app_from_env, create_app
+    from seqlab.serving.app import app_from_env, create_app
+
     name, model, sentences, _ = gpu_run
     if name != "bilstm-crf":
         pytest.skip("one architecture is enough for the service")
@@ -239,8 +273,9 @@ def test_the_service_tags_on_the_gpu_what_it_tags_on_the_cpu(gpu_run, monkeypatc
 
 def test_calibration_on_the_gpu_fits_the_cpus_temperature(gpu_run):
     """`seqlab calibrate --device cuda`: the temperature fitted on the GPU is the CPU's, to float rounding."""
-    from seqlab.calibration import fit_temperature
-    name, model, sentences, _ = gpu_run
+    from seqlab.evaluation.calibration import fit_temperature
+
+    name, model, _sentences, _ = gpu_run
     if name not in ("bilstm-crf", "att-bilstm-cnn"):  # a CRF and a softmax decoder
         pytest.skip("two decoders are enough for calibration")
     held_out = read_conll(SAMPLE.parent / "test.txt")[:40]  # the bundled sample's test part, with gold chunks

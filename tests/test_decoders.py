@@ -7,9 +7,9 @@ import itertools
 import pytest
 import torch
 
-from seqlab.context import Context
 from seqlab.decoders import DECODERS, CRFDecoderConfig, NoExactNBest, SoftmaxDecoderConfig, TagSet
 from seqlab.decoders.base import Decoder
+from seqlab.nn.context import Context
 
 TAGS = TagSet(["O", "B-X", "I-X", "E-X", "S-X"], "BIOES")
 
@@ -25,8 +25,10 @@ def _inputs(seed: int, batch: int = 3, seq: int = 4, dim: int = 6):
 
 def _softmax_brute(logp: torch.Tensor, n: int) -> list[tuple[list[int], float]]:
     """Every label sequence of a sentence of n tokens with its summed log-probability, best first."""
-    seqs = [(list(y), float(sum(logp[t, y[t]] for t in range(n))))
-            for y in itertools.product(range(logp.shape[-1]), repeat=n)]
+    seqs = [
+        (list(y), float(sum(logp[t, y[t]] for t in range(n))))
+        for y in itertools.product(range(logp.shape[-1]), repeat=n)
+    ]
     return sorted(seqs, key=lambda s: -s[1])
 
 

@@ -8,8 +8,8 @@ import threading
 import pytest
 import torch
 
-from seqlab import devices
-from seqlab.devices import run_concurrently
+from seqlab.runtime import devices
+from seqlab.runtime.devices import run_concurrently
 from tests.conftest import torch_threads
 
 CPU = torch.device("cpu")
@@ -26,11 +26,13 @@ def test_items_run_on_pool_threads_of_one_intra_op_thread_each_in_the_callers_mo
 
     def record(item):
         seen[item] = (threading.current_thread().name, torch.get_num_threads(), torch.is_inference_mode_enabled())
+
     with torch.inference_mode():
         run_concurrently(record, range(6), CPU)
     assert sorted(seen) == list(range(6))
-    assert all(name.startswith("seqlab-batch") and threads == 1 and inference
-               for name, threads, inference in seen.values())
+    assert all(
+        name.startswith("seqlab-batch") and threads == 1 and inference for name, threads, inference in seen.values()
+    )
     assert torch.get_num_threads() == 2  # restored
     run_concurrently(record, [7, 8], CPU)
     assert not seen[7][2] and not seen[8][2]  # outside inference mode, the threads are too
@@ -52,6 +54,7 @@ def test_the_first_error_in_item_order_is_raised_after_every_started_item_finish
         if item in (3, 1):
             raise ValueError(f"item {item}")
         done.append(item)
+
     with pytest.raises(ValueError, match="item 1"):
         run_concurrently(work, range(8), CPU)
     assert sorted(done) == [0, 2, 4, 5, 6, 7]  # the others all ran: no half-written results left running
@@ -64,12 +67,17 @@ def test_a_second_caller_meanwhile_runs_its_items_in_its_own_thread(two_threads)
 
     def outer(item):
         if item == 0:  # while this section runs, another thread asks for one
-            t = threading.Thread(target=lambda: run_concurrently(
-                lambda _: inner_threads.append(threading.current_thread().name), [1, 2], CPU), name="second")
+            t = threading.Thread(
+                target=lambda: run_concurrently(
+                    lambda _: inner_threads.append(threading.current_thread().name), [1, 2], CPU
+                ),
+                name="second",
+            )
             t.start()
             t.join()
             release.set()
         release.wait(5)
+
     run_concurrently(outer, [0, 1], CPU)
     assert inner_threads == ["second", "second"]
 
@@ -78,8 +86,10 @@ def _os_threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not torch.backends.mkl.is_available(),
-                    reason="counts the process's threads in /proc (Linux) after MKL's matrix products")
+@pytest.mark.skipif(
+    not os.path.isdir("/proc/self/task") or not torch.backends.mkl.is_available(),
+    reason="counts the process's threads in /proc (Linux) after MKL's matrix products",
+)
 def test_items_start_no_openmp_threads_of_their_own(two_threads, monkeypatch):
     """A pool thread's first MKL product must not start a team of OpenMP threads for that thread: extra teams
     put more OpenMP threads than cores, and GNU OpenMP then sleeps between parallel regions in every team."""
@@ -102,11 +112,10 @@ def test_deterministic_algorithms_for_the_block_and_restored_after_it(monkeypatc
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     with devices.deterministic_algorithms(False):
         assert not torch.are_deterministic_algorithms_enabled()
-    with pytest.raises(KeyError):
-        with devices.deterministic_algorithms(True):
-            assert torch.are_deterministic_algorithms_enabled() and torch.backends.cudnn.deterministic
-            assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
-            raise KeyError("the block fails")
+    with pytest.raises(KeyError), devices.deterministic_algorithms(True):
+        assert torch.are_deterministic_algorithms_enabled() and torch.backends.cudnn.deterministic
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+        raise KeyError("the block fails")
     assert not torch.are_deterministic_algorithms_enabled() and not torch.backends.cudnn.deterministic
     assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")  # the user's own setting is kept

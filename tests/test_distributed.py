@@ -22,10 +22,11 @@ from safetensors.torch import load_file
 
 from seqlab.config import config_from_dict
 from seqlab.data.batching import Encoded, batch_groups
-from seqlab.distributed import RankFailed, Ranks, _context, _exit_with_launcher, _failure, _stop, _watch
 from seqlab.errors import SeqlabError
-from seqlab.io import recover_dir
+from seqlab.io.files import recover_dir
 from seqlab.training import TrainResult, train, train_seeds
+from seqlab.training.distributed import RankFailed, _context, _exit_with_launcher, _failure, _stop, _watch
+from seqlab.training.ranks import Ranks
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 
 # 21 sentences in batches of 5: four batches split 3 + 2 between two ranks, and one of a single sentence
@@ -64,6 +65,7 @@ def runs(tmp_path_factory) -> dict:
             train(_config(data, 30), part, progress=False, nproc=2)
         except SeqlabError as err:
             outcome["error"] = err
+
     thread = threading.Thread(target=run_to_be_killed)
     thread.start()
     deadline = time.monotonic() + 180
@@ -122,6 +124,7 @@ def test_two_processes_end_with_the_weights_of_one(runs, tmp_path):
 
 def test_a_killed_rank_fails_the_run_and_resume_finishes_it(runs, capsys):
     from seqlab.cli import main
+
     err = runs["error"]
     assert isinstance(err, RankFailed) and err.exit_code == 1
     assert str(err) == "data-parallel rank 1 was killed by SIGKILL"
@@ -142,6 +145,7 @@ def test_a_killed_rank_fails_the_run_and_resume_finishes_it(runs, capsys):
 @pytest.mark.parametrize("value", ["0", "-1", "65", "two"])
 def test_nproc_out_of_range_is_a_one_line_error(value, capsys):
     from seqlab.cli import main
+
     with pytest.raises(SystemExit) as exit_:
         main(["train", "c.yaml", "--out", "o", "--nproc", value])
     assert exit_.value.code == 2
@@ -150,13 +154,15 @@ def test_nproc_out_of_range_is_a_one_line_error(value, capsys):
 
 
 def test_seeds_run_each_seed_on_nproc_processes(tiny_corpus, tmp_path, monkeypatch):
-    import seqlab.distributed
+    import seqlab.training.distributed
+
     calls = []
 
     def fake_launch(config, out_dir, data_root, resume, progress, nproc):
         calls.append((config.train.seed, Path(out_dir).name, nproc))
         return TrainResult(Path(out_dir), 1, {"f1": float(config.train.seed)}, None, 1, 1.0)
-    monkeypatch.setattr(seqlab.distributed, "launch", fake_launch)
+
+    monkeypatch.setattr(seqlab.training.distributed, "launch", fake_launch)
     summary = train_seeds(_config(tiny_corpus, 1), tmp_path / "multi", [4, 5], progress=False, nproc=2)
     assert calls == [(4, "seed-4", 2), (5, "seed-5", 2)]
     assert summary["dev"]["values"] == [4.0, 5.0]
@@ -165,10 +171,21 @@ def test_seeds_run_each_seed_on_nproc_processes(tiny_corpus, tmp_path, monkeypat
 def test_the_error_of_a_failed_run(tmp_path, caplog):
     """Bad input reported by any rank wins (exit 2, its one line); then a rank that died without a report;
     then the earliest error (later ones are peers losing their connection), logged with its traceback."""
+
     def report(rank, when, message, expected, code):
-        (tmp_path / f"error-{rank}.json").write_text(json.dumps(
-            {"rank": rank, "time": when, "message": message, "exit_code": code, "expected": expected,
-             "traceback": "" if expected else f"Traceback (most recent call last):\n  {message}\n"}))
+        (tmp_path / f"error-{rank}.json").write_text(
+            json.dumps(
+                {
+                    "rank": rank,
+                    "time": when,
+                    "message": message,
+                    "exit_code": code,
+                    "expected": expected,
+                    "traceback": "" if expected else f"Traceback (most recent call last):\n  {message}\n",
+                }
+            )
+        )
+
     report(0, 2.0, "RuntimeError: Connection closed by peer", False, 1)
     err = _failure(tmp_path, {0: 1, 1: -9})
     assert isinstance(err, RankFailed) and str(err) == "data-parallel rank 1 was killed by SIGKILL"

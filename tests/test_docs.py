@@ -43,6 +43,7 @@ command as a plain ``python -m seqlab`` process instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -69,8 +70,11 @@ NAMED = "en-ner"
 # workspace file -> (bundled sample file, first sentence, sentences, columns kept): a few sentences each
 SAMPLE_FILES = {
     "conll2000": {"train.txt": ("train.txt", 0, 40, None), "test.txt": ("test.txt", 0, 20, None)},
-    "conll2003": {"train.txt": ("train.txt", 0, 40, (0, 2)), "dev.txt": ("train.txt", 40, 10, (0, 2)),
-                  "test.txt": ("test.txt", 0, 20, (0, 2))},
+    "conll2003": {
+        "train.txt": ("train.txt", 0, 40, (0, 2)),
+        "dev.txt": ("train.txt", 40, 10, (0, 2)),
+        "test.txt": ("test.txt", 0, 20, (0, 2)),
+    },
 }
 BLOCK_TIMEOUT_S = 300
 # commands through the fork server (Linux: it passes file descriptors over a socket), else one process each
@@ -127,8 +131,9 @@ ALL_BLOCKS = [b for page in PAGES for b in blocks_of(page)]
 
 def test_every_block_says_what_it_is():
     """Each block runs, is checked, is a file the next blocks read, or is skipped with a reason; skips are few."""
-    unknown = [b.where for b in ALL_BLOCKS if b.lang not in SHELL | CHECKED and "file" not in b.marks
-               and b.skip is None]
+    unknown = [
+        b.where for b in ALL_BLOCKS if b.lang not in SHELL | CHECKED and "file" not in b.marks and b.skip is None
+    ]
     assert not unknown, f"blocks of no runnable language: give them one, or a docs-test comment: {unknown}"
     for b in ALL_BLOCKS:
         for key in b.marks:
@@ -171,6 +176,7 @@ def test_cli_page_has_every_command_and_option():
     import argparse
 
     from seqlab.cli import build_parser
+
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     sections = dict(re.findall(r"^## (\S+)\n(.*?)(?=^## |\Z)", page, flags=re.DOTALL | re.MULTILINE))
     parser = build_parser()
@@ -178,15 +184,19 @@ def test_cli_page_has_every_command_and_option():
     missing = [f"a section '## {name}'" for name in commands if name not in sections]
     for name, sub in commands.items():
         for action in sub._actions:
-            missing += [f"{name} {o}" for o in action.option_strings
-                        if o.startswith("--") and o != "--help" and o not in sections.get(name, "")]
-    missing += [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"
-                and o not in page]
+            missing += [
+                f"{name} {o}"
+                for o in action.option_strings
+                if o.startswith("--") and o != "--help" and o not in sections.get(name, "")
+            ]
+    missing += [
+        o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help" and o not in page
+    ]
     assert not missing, f"docs/cli.md does not say: {missing}"
 
 
 # ----- the workspace ------------------------------------------------------------------------------------------------
-SERVER = r'''
+SERVER = r"""
 import importlib, json, os, signal, socket, struct, sys, threading, traceback, types
 import seqlab, seqlab.cli  # noqa: E401
 WARM = ("seqlab.training", "seqlab.tagger", "seqlab.annotations", "seqlab.serve", "seqlab.export", "torch._dynamo",
@@ -288,9 +298,9 @@ while True:
     for fd in fds:
         os.close(fd)
     conn.close()
-'''
+"""
 
-CLIENT = r'''
+CLIENT = r"""
 import json, os, signal, socket, struct, sys
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 sock.connect(os.environ["SEQLAB_DOCS_SERVER"])
@@ -307,10 +317,10 @@ for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(sig, lambda s, frame: os.kill(pid, s))
 code = reply.readline().strip()
 sys.exit(int(code) if code else 1)
-'''
+"""
 
 # The shell blocks' prelude: `seqlab` runs the CLI; train and demo one epoch; serve in the background, waited for.
-PRELUDE = r'''
+PRELUDE = r"""
 set -euo pipefail
 _seqlab() {
   if [ "${SEQLAB_DOCS_FORK:-1}" = 0 ]; then "$SEQLAB_DOCS_PYTHON" -m seqlab "$@"
@@ -341,7 +351,7 @@ seqlab() {
     *) _seqlab "$@" ;;
   esac
 }
-'''
+"""
 
 
 def free_port() -> int:
@@ -353,7 +363,7 @@ def free_port() -> int:
 def sentences(name: str, start: int, n: int, columns: tuple[int, ...] | None = None) -> str:
     """Sentences start..start+n of the bundled sample's file, each followed by a blank line (as the shared
     corpora), with only ``columns`` of each line if given."""
-    blocks = (SAMPLE / name).read_text(encoding="utf-8").strip("\n").split("\n\n")[start:start + n]
+    blocks = (SAMPLE / name).read_text(encoding="utf-8").strip("\n").split("\n\n")[start : start + n]
     if columns:
         blocks = ["\n".join(" ".join(line.split(" ")[c] for c in columns) for line in b.splitlines()) for b in blocks]
     return "".join(b + "\n\n" for b in blocks)
@@ -384,9 +394,14 @@ model:
   decoder: {type: crf}
 train: {optimizer: adam, lr: 0.01, lr_decay: 0.0, batch_size: 8, max_epochs: 1, seed: 1}
 """
-STAND_IN_CARD = {"name": NAMED, "language": "en", "task": "ner",
-                 "description": "a stand-in for the docs test: one epoch on 40 sentences of the bundled sample",
-                 "data": {"name": "the bundled CoNLL-2000 sample"}, "recipe": {"config": "tests/test_docs.py"}}
+STAND_IN_CARD = {
+    "name": NAMED,
+    "language": "en",
+    "task": "ner",
+    "description": "a stand-in for the docs test: one epoch on 40 sentences of the bundled sample",
+    "data": {"name": "the bundled CoNLL-2000 sample"},
+    "recipe": {"config": "tests/test_docs.py"},
+}
 
 
 def stand_in_model(ws: Workspace) -> Path:
@@ -396,8 +411,9 @@ def stand_in_model(ws: Workspace) -> Path:
     models = ws.root / "models"
     shutil.copytree(ws.root / "stand-in" / "model", models / NAMED)
     (models / NAMED / "card.json").write_text(json.dumps(STAND_IN_CARD), encoding="utf-8")
-    (models / NAMED / "card.md").write_text(f"# {NAMED} (stand-in)\n\n{STAND_IN_CARD['description']}\n",
-                                            encoding="utf-8")
+    (models / NAMED / "card.md").write_text(
+        f"# {NAMED} (stand-in)\n\n{STAND_IN_CARD['description']}\n", encoding="utf-8"
+    )
     return models
 
 
@@ -416,13 +432,30 @@ class Workspace:
         self.socket = root / "tools" / "seqlab.sock"
         # one thread a command: the docs run for their results, on cores other work shares (two threads there
         # slowed a tiny training tenfold)
-        self.env = dict(os.environ, PYTHONPATH=str(ROOT), SEQLAB_DATA=str(self.data), OMP_NUM_THREADS="1",
-                        MKL_NUM_THREADS="1", SEQLAB_DOCS_PYTHON=sys.executable,
-                        SEQLAB_DOCS_CLIENT=str(root / "tools" / "client.py"), SEQLAB_DOCS_SERVER=str(self.socket),
-                        SEQLAB_DOCS_WORK=str(self.work), SEQLAB_DOCS_FORK="1" if FORK else "0")
-        self.server = subprocess.Popen([sys.executable, str(root / "tools" / "server.py"), str(self.socket)],
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, cwd=root,
-                                       env=self.env) if FORK else None
+        self.env = dict(
+            os.environ,
+            PYTHONPATH=str(ROOT),
+            SEQLAB_DATA=str(self.data),
+            OMP_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            SEQLAB_DOCS_PYTHON=sys.executable,
+            SEQLAB_DOCS_CLIENT=str(root / "tools" / "client.py"),
+            SEQLAB_DOCS_SERVER=str(self.socket),
+            SEQLAB_DOCS_WORK=str(self.work),
+            SEQLAB_DOCS_FORK="1" if FORK else "0",
+        )
+        self.server = (
+            subprocess.Popen(
+                [sys.executable, str(root / "tools" / "server.py"), str(self.socket)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=root,
+                env=self.env,
+            )
+            if FORK
+            else None
+        )
         self.done: set[Path] = set()
         self.port = 0
         try:
@@ -440,8 +473,15 @@ class Workspace:
         return [sys.executable, "-I", "-S", str(self.root / "tools" / "client.py")]
 
     def seqlab(self, *args) -> None:
-        proc = subprocess.run([*self.client(), *map(str, args)], cwd=self.work, env=self.env, capture_output=True,
-                              text=True, timeout=BLOCK_TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            [*self.client(), *map(str, args)],
+            cwd=self.work,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_TIMEOUT_S,
+            check=False,
+        )
         assert proc.returncode == 0, f"seqlab {' '.join(map(str, args))}: {proc.stderr[-3000:]}"
 
     def stop_servers(self) -> None:
@@ -449,10 +489,8 @@ class Workspace:
         if not pids.is_file():
             return
         for pid in pids.read_text().split():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), 15)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + 20
         for pid in pids.read_text().split():
             while time.monotonic() < deadline:
@@ -486,7 +524,7 @@ def shell_script(block: Block) -> str:
     if block.lang != "console":
         return block.code
     commands, lines = [], block.code.splitlines()
-    for i, line in enumerate(lines):
+    for line in lines:
         if line.startswith("$ "):
             commands.append(line[2:])
         elif commands and commands[-1].endswith("\\") and not line.startswith("$"):
@@ -508,8 +546,15 @@ def console_output(block: Block) -> list[str]:
 def run_shell(block: Block, ws: Workspace) -> None:
     script = re.sub(r"\b8000\b", str(ws.port), shell_script(block))
     env = dict(ws.env, SEQLAB_DOCS_PORT=str(ws.port))
-    proc = subprocess.run(["bash", "-c", PRELUDE + script], cwd=ws.work, env=env, capture_output=True, text=True,
-                          timeout=BLOCK_TIMEOUT_S, check=False)
+    proc = subprocess.run(
+        ["bash", "-c", PRELUDE + script],
+        cwd=ws.work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_S,
+        check=False,
+    )
     shown = f"{textwrap.indent(script, '  ')}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
     assert proc.returncode == 0, f"{block.where}: exit {proc.returncode}\n{shown}"
     printed = {line.rstrip() for line in (proc.stdout + proc.stderr).splitlines()}
@@ -522,19 +567,35 @@ def run_python(block: Block, ws: Workspace) -> None:
     code = ws.root / "tools" / "block.py"
     code.write_text(block.code, encoding="utf-8")
     if not FORK:
-        runner = [sys.executable, "-c", ("import sys, seqlab; real = seqlab.load_config; "
-                  "seqlab.load_config = lambda p, o=None: real(p, [*(o or []), 'train.max_epochs=1']); "
-                  "exec(compile(open(sys.argv[1]).read(), sys.argv[2], 'exec'), {'__name__': '__docs__'})")]
+        runner = [
+            sys.executable,
+            "-c",
+            (
+                "import sys, seqlab; real = seqlab.load_config; "
+                "seqlab.load_config = lambda p, o=None: real(p, [*(o or []), 'train.max_epochs=1']); "
+                "exec(compile(open(sys.argv[1]).read(), sys.argv[2], 'exec'), {'__name__': '__docs__'})"
+            ),
+        ]
     else:
         runner = [sys.executable, "-I", "-S", str(ws.root / "tools" / "client.py"), "--docs-python"]
-    proc = subprocess.run([*runner, str(code), block.where], cwd=ws.work, env=ws.env, capture_output=True,
-                          text=True, timeout=BLOCK_TIMEOUT_S, check=False)
-    assert proc.returncode == 0, (f"{block.where}: exit {proc.returncode}\n{textwrap.indent(block.code, '  ')}\n"
-                                  f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    proc = subprocess.run(
+        [*runner, str(code), block.where],
+        cwd=ws.work,
+        env=ws.env,
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_S,
+        check=False,
+    )
+    assert proc.returncode == 0, (
+        f"{block.where}: exit {proc.returncode}\n{textwrap.indent(block.code, '  ')}\n"
+        f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    )
 
 
 def check_yaml(block: Block, ws: Workspace) -> None:
     from seqlab import load_config
+
     raw = yaml.safe_load(block.code)
     assert isinstance(raw, dict), f"{block.where}: a yaml block holds a config or a part of one"
     path = ws.work / ".docs-block.yaml"

@@ -1,4 +1,4 @@
-"""seqlab.dropout.Dropout: nn.Dropout's contract with a mask drawn from uniform numbers on CPU."""
+"""seqlab.nn.dropout.Dropout: nn.Dropout's contract with a mask drawn from uniform numbers on CPU."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from seqlab.dropout import Dropout
+from seqlab.nn.dropout import Dropout
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from seqlab.features.chars import CharCNN, CharLSTM
+from seqlab.features.chars import CharCNN, CharFeatures, CharLSTM
 from tests.conftest import torch_threads
 
 
@@ -63,6 +63,7 @@ def test_char_cnn_in_training_packs_words_and_computes_what_conv1d_does(types):
     """On CPU the windows run over the words packed end to end, in export and on a GPU over the padded matrix:
     both equal conv1d with a masked max, and the gradients equal conv1d's, for even and odd widths."""
     from seqlab.features.chars import char_type_table
+
     torch.manual_seed(0)
     table = char_type_table(["<pad>"] + [chr(ord("a") + i) for i in range(10)] + list("ABCDE0123")) if types else None
     enc = CharCNN(20, 6, 5, [1, 2, 3, 5], table).double()
@@ -86,15 +87,16 @@ def test_char_cnn_in_training_packs_words_and_computes_what_conv1d_does(types):
         assert torch.allclose(enc._padded(chars), oracle, atol=1e-12)  # export's and the GPU's form
 
 
-def _features(make) -> "CharFeatures":
-    from seqlab.features.chars import CharFeatures
+def _features(make) -> CharFeatures:
+
     torch.manual_seed(0)
     return CharFeatures(make()).eval()
 
 
 def _run(features, chars: torch.Tensor) -> torch.Tensor:
     """(distinct_tokens, out) through CharFeatures.forward, each row its own one-token sentence."""
-    from seqlab.context import Context
+    from seqlab.nn.context import Context
+
     rows = torch.arange(len(chars))[:, None]  # (batch = distinct, seq = 1)
     ctx = Context.of(torch.ones(len(chars), 1, dtype=torch.bool))
     return features({"chars": chars, "rows": rows}, ctx)[:, 0]
@@ -125,7 +127,9 @@ def test_inference_memo_gives_the_encoder_output(make):
 
 def test_inference_memo_is_bounded_and_survives_deepcopy(monkeypatch):
     import copy
+
     import seqlab.features.chars as chars_module
+
     features = _features(lambda: CharCNN(20, 6, 8, 3))
     monkeypatch.setattr(chars_module, "MEMO_FLOATS", 8 * 4)  # room for 4 tokens of 8 floats
     with torch.no_grad():
@@ -148,6 +152,7 @@ def test_inference_memo_from_two_threads_at_once_gives_the_encoder_output():
     """Batches tagged side by side share the memo: each thread's overlapping batches get the encoder's vectors,
     and every token ends up with one row, whichever thread added it."""
     import threading
+
     features = _features(lambda: CharCNN(20, 6, 8, [1, 3]))
     batches = [_chars([2, 3, 4, 5, 6], 7, seed=s % 7) for s in range(40)]  # 7 distinct batches, each 5 tokens
     with torch.no_grad():
@@ -159,6 +164,7 @@ def test_inference_memo_from_two_threads_at_once_gives_the_encoder_output():
             for k in part:
                 if not torch.equal(_run(features, batches[k]), expected[k]):
                     wrong.append(k)
+
     threads = [threading.Thread(target=tag, args=(range(i, 40, 2),)) for i in (0, 1)]
     for t in threads:
         t.start()
@@ -178,6 +184,7 @@ def test_inference_memo_with_colliding_hashes_still_gives_each_token_its_own_vec
     equal (all multipliers 0), or equal for every reordering and padding of the same ids (all 1), each token
     still gets the encoder's own vector, batch after batch, from batches of any width."""
     import seqlab.features.chars as chars_module
+
     make = np.zeros if multipliers == "zeros" else np.ones
     monkeypatch.setattr(chars_module, "_MULTIPLIERS", make(1024, dtype=np.uint64))
     features = _features(lambda: CharCNN(20, 6, 8, [1, 3]))
@@ -229,6 +236,7 @@ def test_char_collation_stores_each_distinct_token_once_in_order_of_first_appear
     import seqlab.features.chars as chars_module
     from seqlab.data.sentence import Sentence
     from seqlab.features.chars import CharsConfig
+
     rng = random.Random(sum(sizes))
     words = ["the", "The", "a", "bank", "banks", "x" * 45, "", "2,000", "of"] + [f"w{k}" for k in range(40)]
     sentences = [Sentence([rng.choice(words) for _ in range(n)]) for n in sizes]
@@ -249,8 +257,8 @@ def test_char_collation_stores_each_distinct_token_once_in_order_of_first_appear
         for j, token in enumerate(s.tokens):
             ids = featurizer.encode(Sentence([token]))[0]
             assert rows[i, j] == seen.index(token)
-            assert chars[rows[i, j], : len(ids)].tolist() == ids.tolist() and not chars[rows[i, j], len(ids):].any()
-        assert not rows[i, len(s.tokens):].any()
+            assert chars[rows[i, j], : len(ids)].tolist() == ids.tolist() and not chars[rows[i, j], len(ids) :].any()
+        assert not rows[i, len(s.tokens) :].any()
 
 
 def test_char_features_gradients_are_the_same_bits_on_every_run():
@@ -258,7 +266,8 @@ def test_char_features_gradients_are_the_same_bits_on_every_run():
     advanced indexing, that sum (index_put_ with accumulate on CPU) came out in a different order on every backward
     (200 of 200 runs differed in the last bits) and training runs with one seed drifted apart; by index_select
     its order is fixed."""
-    from seqlab.context import Context
+    from seqlab.nn.context import Context
+
     features = _features(lambda: CharCNN(20, 6, 64, [3])).train()
     g = torch.Generator().manual_seed(0)
     chars = _chars([3, 5, 2, 4, 6] * 10, 6, seed=4)  # 50 distinct tokens

@@ -21,8 +21,9 @@ pytest.importorskip("onnxruntime", reason="the onnxruntime engine needs the extr
 
 def _same_predictions(a, b, tol=1e-4):
     assert [p.tags for p in a] == [p.tags for p in b]
-    assert [[(s.type, s.start, s.end) for s in p.spans] for p in a] == [[(s.type, s.start, s.end) for s in p.spans]
-                                                                         for p in b]
+    assert [[(s.type, s.start, s.end) for s in p.spans] for p in a] == [
+        [(s.type, s.start, s.end) for s in p.spans] for p in b
+    ]
     for p, q in zip(a, b):
         assert p.confidence_kind == q.confidence_kind
         assert p.token_confidence == pytest.approx(q.token_confidence, abs=tol)
@@ -35,8 +36,10 @@ def test_onnxruntime_predicts_like_torch(shared_tiny_model):
     eager, onnx = Tagger.load(model), Tagger.load(model, engine="onnxruntime")
     assert (eager.info()["engine"], onnx.info()["engine"]) == ("torch", "onnxruntime")
     for batch in (64, 1):
-        _same_predictions(eager.predict(sentences, batch, nbest=3, confidence=True),
-                          onnx.predict(sentences, batch, nbest=3, confidence=True))
+        _same_predictions(
+            eager.predict(sentences, batch, nbest=3, confidence=True),
+            onnx.predict(sentences, batch, nbest=3, confidence=True),
+        )
     want = [[p.tags for p in x.nbest] for x in eager.predict(sentences, nbest=3)]
     assert [[p.tags for p in x.nbest] for x in onnx.predict(sentences, nbest=3)] == want
     raw = "Confidence in the pound is widely expected to take another sharp dive ."
@@ -49,16 +52,23 @@ def _built(corpus, **model):
     raw = config.model_dump(mode="json")
     raw["model"].update(model)
     from seqlab.config import config_from_dict
+
     config = config_from_dict(raw)
     sentences = read_conll(corpus, label_column=2)
     return Tagger.build(config, sentences, "BIO"), read_conll(corpus, label_column=None)
 
 
-@pytest.mark.parametrize("encoders", [
-    [{"type": "bilstm", "hidden": 16, "layers": 2, "stacking": "per_direction"},
-     {"type": "parallel_attention", "heads": 2}],
-    [{"type": "bilstm", "hidden": 16}, {"type": "psa_fusion", "window": 4, "position_encoding": "absolute"}],
-], ids=["att-bilstm", "psa"])
+@pytest.mark.parametrize(
+    "encoders",
+    [
+        [
+            {"type": "bilstm", "hidden": 16, "layers": 2, "stacking": "per_direction"},
+            {"type": "parallel_attention", "heads": 2},
+        ],
+        [{"type": "bilstm", "hidden": 16}, {"type": "psa_fusion", "window": 4, "position_encoding": "absolute"}],
+    ],
+    ids=["att-bilstm", "psa"],
+)
 def test_attention_models_explain_the_same_on_onnxruntime(tiny_corpus, encoders):
     tagger, sentences = _built(tiny_corpus, encoders=encoders)
     expected = tagger.predict(sentences, explain=True, confidence=True)
@@ -84,7 +94,8 @@ def test_a_time_step_loop_is_refused_not_run_wrong(tiny_corpus):
 
 
 def test_auto_runs_small_batches_on_onnxruntime_and_large_ones_eagerly(shared_tiny_model, monkeypatch):
-    from seqlab.engine import AUTO_ROWS
+    from seqlab.runtime.engine import AUTO_ROWS
+
     path, model = shared_tiny_model
     sentences = read_conll(path, label_column=None)
     eager, auto = Tagger.load(model), Tagger.load(model, engine="auto")
@@ -95,8 +106,10 @@ def test_auto_runs_small_batches_on_onnxruntime_and_large_ones_eagerly(shared_ti
     monkeypatch.setattr(auto.engine, "run", lambda batch, *a: rows.append(len(batch.index)) or real_run(batch, *a))
     for batch in (1, AUTO_ROWS, AUTO_ROWS + 1, 64):
         rows.clear()
-        _same_predictions(eager.predict(sentences, batch, nbest=2, confidence=True),
-                          auto.predict(sentences, batch, nbest=2, confidence=True))
+        _same_predictions(
+            eager.predict(sentences, batch, nbest=2, confidence=True),
+            auto.predict(sentences, batch, nbest=2, confidence=True),
+        )
         if batch <= AUTO_ROWS:
             assert rows and max(rows) <= AUTO_ROWS  # every batch through the exported graph
         else:
@@ -118,16 +131,19 @@ def test_auto_runs_eagerly_where_onnxruntime_cannot(tiny_corpus, shared_tiny_mod
     assert tagger.engine is None and (tagger.info()["engine"], tagger.info()["encoding"]) == ("auto", "torch")
     assert "--engine auto: every batch runs on torch (this model's exported graph" in caplog.text
     assert tagger.predict_tags(sentences, 1) == expected
-    tagger, sentences = _built(tiny_corpus, encoders=[{"type": "bilstm", "hidden": 16},
-                                                      {"type": "psa_fusion", "window": 4}])
+    tagger, sentences = _built(
+        tiny_corpus, encoders=[{"type": "bilstm", "hidden": 16}, {"type": "psa_fusion", "window": 4}]
+    )
     caplog.clear()
     with caplog.at_level("INFO", logger="seqlab"):
         tagger.set_engine("auto")  # exports fine, but onnxruntime was no faster on pairwise attention
     assert tagger.engine is None and "no faster on models with PSA's or FLAT's pairwise attention" in caplog.text
     import importlib.util
+
     real_find = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else
-                        real_find(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real_find(name, *a)
+    )
     caplog.clear()
     _, model = shared_tiny_model
     with caplog.at_level("INFO", logger="seqlab"):
@@ -140,6 +156,7 @@ def test_auto_runs_eagerly_where_onnxruntime_cannot(tiny_corpus, shared_tiny_mod
 @pytest.mark.parametrize("name", ["onnxruntime", "auto"])
 def test_weights_changed_after_the_export_are_exported_again_not_run_stale(tiny_corpus, name, caplog):
     import torch
+
     tagger, sentences = _built(tiny_corpus)
     tagger.set_engine(name)
     before = tagger.predict_tags(sentences, 1)
@@ -168,13 +185,18 @@ def test_engine_errors_are_one_line(shared_tiny_model, monkeypatch):
 
         def run(self, *args):
             raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : bad_alloc\nmore detail")
+
     sessions = tagger.engine._sessions
     sessions[True] = OutOfMemory(tagger.engine._session(True))
-    with pytest.raises(SeqlabError, match=r"failed on a batch of 1 sentences of up to 2 tokens \(\[ONNXRuntimeError\] "
-                                          r": 6 : RUNTIME_EXCEPTION : bad_alloc\); try a smaller --batch-size") as err:
+    with pytest.raises(
+        SeqlabError,
+        match=r"failed on a batch of 1 sentences of up to 2 tokens \(\[ONNXRuntimeError\] "
+        r": 6 : RUNTIME_EXCEPTION : bad_alloc\); try a smaller --batch-size",
+    ) as err:
         tagger.predict(["He ran"], batch_size=1)
     assert "\n" not in str(err.value)
     import importlib.util
+
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     with pytest.raises(SeqlabError, match=r"needs onnx and onnxruntime: pip install 'seqlab\[export\]'"):
@@ -185,8 +207,23 @@ def test_cli_predict_and_evaluate_on_onnxruntime(shared_tiny_model, capsys):
     path, model = shared_tiny_model
     outputs = {}
     for engine in ("torch", "onnxruntime", "auto"):
-        assert main(["-q", "predict", str(model), str(path), "--output-format", "jsonl", "--engine", engine,
-                     "--batch-size", "3" if engine == "auto" else "64"]) == 0  # auto: small batches on onnxruntime
+        assert (
+            main(
+                [
+                    "-q",
+                    "predict",
+                    str(model),
+                    str(path),
+                    "--output-format",
+                    "jsonl",
+                    "--engine",
+                    engine,
+                    "--batch-size",
+                    "3" if engine == "auto" else "64",
+                ]
+            )
+            == 0
+        )  # auto: small batches on onnxruntime
         outputs[engine] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
         assert main(["-q", "evaluate", str(model), str(path), "--engine", engine]) == 0
         outputs[engine + "-eval"] = capsys.readouterr().out
@@ -202,12 +239,14 @@ def test_predict_workers_and_server_on_onnxruntime(shared_tiny_model, capsys):
     pytest.importorskip("fastapi", reason="serving needs the extra seqlab[serve]")
     from fastapi.testclient import TestClient
 
-    from seqlab.serve import create_app
+    from seqlab.serving.app import create_app
+
     path, model = shared_tiny_model
     assert main(["-q", "predict", str(model), str(path), "--engine", "torch"]) == 0
     eager = capsys.readouterr().out
-    assert main(["-q", "predict", str(model), str(path), "--engine", "onnxruntime", "--workers", "2",
-                 "--chunk", "7"]) == 0
+    assert (
+        main(["-q", "predict", str(model), str(path), "--engine", "onnxruntime", "--workers", "2", "--chunk", "7"]) == 0
+    )
     assert capsys.readouterr().out == eager
     texts = ["Rockwell said the agreement calls for it to supply 200 additional so-called shipsets .", "He ran ."]
     answers = {}
@@ -222,9 +261,11 @@ def test_predict_workers_and_server_on_onnxruntime(shared_tiny_model, capsys):
 def test_pairwise_tensors_are_bounded_by_running_batches_in_parts(tiny_corpus, monkeypatch):
     """PSA's additive scores are one (rows, T, T, d) tensor in the exported graph: a batch over the budget
     runs in parts (same predictions), and a sentence over 8 budgets alone is refused, not run out of memory."""
-    import seqlab.engine as engine
-    tagger, sentences = _built(tiny_corpus, encoders=[{"type": "bilstm", "hidden": 16},
-                                                      {"type": "psa_fusion", "window": 4}])
+    import seqlab.runtime.engine as engine
+
+    tagger, sentences = _built(
+        tiny_corpus, encoders=[{"type": "bilstm", "hidden": 16}, {"type": "psa_fusion", "window": 4}]
+    )
     expected = tagger.predict(sentences, confidence=True)
     tagger.set_engine("onnxruntime")
     tagger.pad_overhead = None  # one batch of all the sentences, which the budget then cuts
@@ -232,17 +273,21 @@ def test_pairwise_tensors_are_bounded_by_running_batches_in_parts(tiny_corpus, m
     real_run = tagger.engine.run
     monkeypatch.setattr(tagger.engine, "run", lambda batch, *a: runs.append(len(batch.index)) or real_run(batch, *a))
     longest = max(len(s.tokens) for s in sentences)
-    monkeypatch.setattr(engine, "PAIRWISE_BUDGET", 3 * longest ** 2 * tagger.engine.pairwise_dim)
+    monkeypatch.setattr(engine, "PAIRWISE_BUDGET", 3 * longest**2 * tagger.engine.pairwise_dim)
     _same_predictions(expected, tagger.predict(sentences, batch_size=64, confidence=True))
     assert max(runs) <= 3 and sum(runs) == len(sentences)
     monkeypatch.setattr(engine, "PAIRWISE_BUDGET", 16)
-    with pytest.raises(SeqlabError, match="a sentence of .* tokens needs .* MiB for one attention tensor; tag with "
-                                          "--max-length, or with --engine torch"):
+    with pytest.raises(
+        SeqlabError,
+        match="a sentence of .* tokens needs .* MiB for one attention tensor; tag with "
+        "--max-length, or with --engine torch",
+    ):
         tagger.predict(sentences)
 
 
 def test_onnxruntime_is_refused_for_a_network_off_the_cpu():
-    from seqlab.engine import refuse_off_cpu
+    from seqlab.runtime.engine import refuse_off_cpu
+
     refuse_off_cpu(torch.device("cpu"))
     with pytest.raises(SeqlabError, match=r"^--engine onnxruntime runs on the CPU; the network is on cuda:0$"):
         refuse_off_cpu(torch.device("cuda", 0))

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from seqlab import Tagger
 from seqlab.cli import main
 from seqlab.data.readers import read_bmes, read_conll
-
-from seqlab import Tagger  # noqa: E402
-from seqlab.export import EXPORTERS, OnnxTagger, TorchScriptTagger  # noqa: E402
+from seqlab.serving.export import EXPORTERS, OnnxTagger, TorchScriptTagger
 
 FORMATS = ["onnx", "torchscript"]
 
@@ -41,6 +40,7 @@ def test_exported_flat_tags_like_the_model(fmt, tmp_path_factory, tmp_path):
     from seqlab.config import config_from_dict
     from seqlab.training import train
     from tests.test_flat import ORGS, make_corpus, raw_config
+
     root = tmp_path_factory.mktemp("flatx")
     corpus, lexicon = root / "train.bmes", root / "lexicon.txt"
     make_corpus(corpus)
@@ -64,6 +64,7 @@ def test_export_of_a_missing_model_is_one_line_exit_2(tmp_path, capsys):
 
 def test_a_file_that_is_not_a_torchscript_export_is_one_error(shared_tiny_model, tmp_path):
     from seqlab.errors import SeqlabError
+
     _, model = shared_tiny_model
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a zip archive")

@@ -15,7 +15,6 @@ import torch
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.context import Context
 from seqlab.data.readers import read_bmes
 from seqlab.data.sentence import Sentence
 from seqlab.data.splitting import cut_points, split_long
@@ -31,7 +30,8 @@ from seqlab.encoders.flat import (
 from seqlab.errors import SeqlabError
 from seqlab.features.bigrams import BigramsConfig, bigrams
 from seqlab.features.lattice import LatticeConfig
-from seqlab.lexicon import Lexicon, jieba_dict_path, read_word_file
+from seqlab.features.lexicon import Lexicon, jieba_dict_path, read_word_file
+from seqlab.nn.context import Context
 from tests.conftest import assert_same_on_two_threads
 
 FIGURE1 = list("重庆人和药店")  # the paper's Figure 1: Chongqing Renhe Pharmacy
@@ -42,10 +42,15 @@ FIGURE1_WORDS = ["重庆", "重庆人", "人和药店", "药店"]
 # Lexicon and lattice
 # --------------------------------------------------------------------------------------------
 
+
 def test_lattice_of_figure_1_with_overlapping_words():
     matches = Lexicon(FIGURE1_WORDS + ["药", "重庆大学"]).match(FIGURE1)  # one-char and unmatched words
     assert [(m.head, m.tail, m.word) for m in matches] == [
-        (0, 1, "重庆"), (0, 2, "重庆人"), (2, 5, "人和药店"), (4, 5, "药店")]
+        (0, 1, "重庆"),
+        (0, 2, "重庆人"),
+        (2, 5, "人和药店"),
+        (4, 5, "药店"),
+    ]
 
 
 def test_trie_matching_equals_a_brute_force_scan():
@@ -55,8 +60,9 @@ def test_trie_matching_equals_a_brute_force_scan():
     lexicon = Lexicon(words)
     for _ in range(50):
         tokens = [rng.choice(alphabet) for _ in range(rng.randint(0, 25))]
-        brute = [(i, j) for i in range(len(tokens)) for j in range(i + 1, len(tokens))
-                 if "".join(tokens[i: j + 1]) in words]
+        brute = [
+            (i, j) for i in range(len(tokens)) for j in range(i + 1, len(tokens)) if "".join(tokens[i : j + 1]) in words
+        ]
         assert [(m.head, m.tail) for m in lexicon.match(tokens)] == brute
 
 
@@ -103,6 +109,7 @@ def test_bigrams_pair_each_token_with_the_next():
 # Relative span positions and masks
 # --------------------------------------------------------------------------------------------
 
+
 def figure1_spans():
     """Heads and tails of the flat lattice of Figure 1: 6 characters then the 4 words."""
     heads = torch.tensor([[0, 1, 2, 3, 4, 5, 0, 0, 2, 4]])
@@ -132,12 +139,14 @@ def test_self_matched_word_mask_msm():
     keys = torch.ones(1, 10, dtype=torch.bool)
     allowed = lattice_mask(heads, tails, keys, 6, self_matched=False, max_distance=None)[0]
     #               重庆 重庆人 人和药店 药店  (columns), per character (rows): False = a self-matched word
-    expected = [[False, False, True, True],   # 重
-                [False, False, True, True],   # 庆
-                [True, False, False, True],   # 人
-                [True, True, False, True],    # 和
-                [True, True, False, False],   # 药
-                [True, True, False, False]]   # 店
+    expected = [
+        [False, False, True, True],  # 重
+        [False, False, True, True],  # 庆
+        [True, False, False, True],  # 人
+        [True, True, False, True],  # 和
+        [True, True, False, False],  # 药
+        [True, True, False, False],
+    ]  # 店
     assert allowed[:6, 6:].tolist() == expected
     assert allowed[:6, :6].all() and allowed[6:].all()  # characters among themselves and word rows: untouched
     assert lattice_mask(heads, tails, keys, 6, True, None).all()
@@ -210,8 +219,10 @@ def test_r_by_span_lengths_has_the_bits_of_the_four_lookups():
         for rows, cols in [(slice(None), slice(None)), (slice(n, None), slice(None)), (slice(2, 5), slice(n, None))]:
             fast = rel._by_lengths(table, heads, tails, rows, cols, offset)
             dist = span_distances(heads, tails, rows, cols)
-            slow = sum((torch.nn.functional.embedding(dist[k] + offset, table[i]) for i, k in enumerate(kinds)),
-                       torch.zeros(()))
+            slow = sum(
+                (torch.nn.functional.embedding(dist[k] + offset, table[i]) for i, k in enumerate(kinds)),
+                torch.zeros(()),
+            )
             assert torch.equal(fast, torch.relu(slow))
 
 
@@ -282,7 +293,7 @@ def test_padding_gets_no_attention_and_changes_nothing(variant):
 def test_a_sentence_without_lexicon_words():
     torch.manual_seed(2)
     enc = flat_encoder()
-    ctx, n, w = batch_ctx([4], [[]])
+    ctx, _n, w = batch_ctx([4], [[]])
     assert w == 0
     ctx.published["lexicon"] = torch.randn(1, 0, 5)
     x = torch.randn(1, 4, 6)
@@ -308,20 +319,35 @@ def test_transformer_baseline_needs_no_lattice():
 # Config checks
 # --------------------------------------------------------------------------------------------
 
+
 def raw_config(corpus: Path, lexicon: Path, **flat) -> dict:
     return {
         "task": "ner",
         "data": {"format": "bmes", "train": str(corpus), "dev": str(corpus), "test": str(corpus), "scheme": "BMES"},
-        "model": {"embedder": {"features": {
-            "char": {"type": "words", "dim": 16, "pretrained": None, "lowercase": False},
-            "bigram": {"type": "bigrams", "dim": 8},
-            "lexicon": {"type": "lattice", "lexicon": str(lexicon), "dim": 12, "dropout": 0.0}},
-            "dropout": 0.0},
-            "encoders": [{"type": "flat", "d_model": 32, "heads": 4, "ff": 48, "ff_dropout": 0.0,
-                          "output_dropout": 0.0, **flat}],
-            "decoder": {"type": "crf", "constrained": True}},
-        "train": {"optimizer": "adam", "lr": 0.01, "lr_decay": 0.0, "batch_size": 5, "max_epochs": 40,
-                  "patience": 40, "seed": 3, "batch_length": "lexicon"},
+        "model": {
+            "embedder": {
+                "features": {
+                    "char": {"type": "words", "dim": 16, "pretrained": None, "lowercase": False},
+                    "bigram": {"type": "bigrams", "dim": 8},
+                    "lexicon": {"type": "lattice", "lexicon": str(lexicon), "dim": 12, "dropout": 0.0},
+                },
+                "dropout": 0.0,
+            },
+            "encoders": [
+                {"type": "flat", "d_model": 32, "heads": 4, "ff": 48, "ff_dropout": 0.0, "output_dropout": 0.0, **flat}
+            ],
+            "decoder": {"type": "crf", "constrained": True},
+        },
+        "train": {
+            "optimizer": "adam",
+            "lr": 0.01,
+            "lr_decay": 0.0,
+            "batch_size": 5,
+            "max_epochs": 40,
+            "patience": 40,
+            "seed": 3,
+            "batch_length": "lexicon",
+        },
     }
 
 
@@ -370,11 +396,14 @@ def make_corpus(path: Path, n: int = 20, seed: int = 0) -> None:
 @pytest.fixture(scope="module")
 def flat_run(tmp_path_factory):
     from seqlab.training import train
+
     root = tmp_path_factory.mktemp("flat")
     corpus, lexicon = root / "train.bmes", root / "lexicon.txt"
     make_corpus(corpus)
-    lexicon.write_text("\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程", "工程师", "现任"]) + "\n",
-                       encoding="utf-8")
+    lexicon.write_text(
+        "\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程", "工程师", "现任"]) + "\n",
+        encoding="utf-8",
+    )
     result = train(config_from_dict(raw_config(corpus, lexicon)), root / "run", progress=False)
     return corpus, lexicon, root / "run", result
 
@@ -409,15 +438,35 @@ def test_flat_batches_side_by_side_predict_what_one_thread_does(flat_run):
 def test_cli_predicts_raw_chinese_text_and_says_when_it_split(flat_run):
     _, _, run, _ = flat_run
     text = "张三毕业于北京大学，现任华为技术有限公司工程师。\n"
-    proc = subprocess.run([sys.executable, "-m", "seqlab", "predict", str(run / "model"), "-", "--output-format",
-                           "jsonl", "--max-length", "12"], input=text, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "seqlab",
+            "predict",
+            str(run / "model"),
+            "-",
+            "--output-format",
+            "jsonl",
+            "--max-length",
+            "12",
+        ],
+        input=text,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     pred = json.loads(proc.stdout)
     assert pred["split_at"] == [10, 22] and len(pred["tags"]) == 24  # cut after "，"; nothing dropped
     assert "split at 10, 22 for tagging" in proc.stderr
-    whole = json.loads(subprocess.run([sys.executable, "-m", "seqlab", "predict", str(run / "model"), "-",
-                                       "--output-format", "jsonl"], input=text, capture_output=True,
-                                      text=True).stdout)
+    whole = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "seqlab", "predict", str(run / "model"), "-", "--output-format", "jsonl"],
+            input=text,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     assert whole["split_at"] is None
 
 
@@ -439,6 +488,7 @@ def test_tampered_lexicon_in_the_model_folder_is_an_error(flat_run, tmp_path):
 # Long sentences
 # --------------------------------------------------------------------------------------------
 
+
 def test_cuts_prefer_punctuation_and_never_split_a_chunk():
     tokens = list("张三毕业于北京大学，现任华为技术有限公司工程师。")
     assert cut_points(tokens, 30) == []
@@ -455,12 +505,13 @@ def test_training_splits_long_sentences_and_keeps_every_token():
     pieces, split = split_long([s, Sentence(["子"], ["O"])], 4, "BMES")
     assert split == 1 and [len(p) for p in pieces] == [4, 4, 1, 1]
     assert [p.line for p in pieces[:3]] == [10, 14, 18]
-    assert sum((p.tokens for p in pieces[:3]), []) == s.tokens
+    assert [t for p in pieces[:3] for t in p.tokens] == s.tokens
 
 
 def test_warmup_is_linear_over_steps():
     from seqlab.config import TrainConfig
     from seqlab.training import learning_rate
+
     cfg = TrainConfig(lr=0.01, lr_decay=0.0, warmup_epochs=2)
     assert learning_rate(cfg, 0, 0, 10) == pytest.approx(0.01 / 20)
     assert learning_rate(cfg, 1, 4, 10) == pytest.approx(0.01 * 15 / 20)
@@ -506,8 +557,11 @@ def test_a_flat_training_step_gives_the_same_gradients_on_every_run(tmp_path):
     """The same weights and batch give every parameter the same gradient to the bit, run after run (as
     tests/test_training.py checks for the other models), R's lookups included."""
     from tests.conftest import assert_same_gradients_every_run
+
     corpus, lexicon = tmp_path / "train.bmes", tmp_path / "lexicon.txt"
     make_corpus(corpus, n=64, seed=1)
-    lexicon.write_text("\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程", "工程师", "现任"]) + "\n",
-                       encoding="utf-8")
+    lexicon.write_text(
+        "\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程", "工程师", "现任"]) + "\n",
+        encoding="utf-8",
+    )
     assert_same_gradients_every_run(config_from_dict(raw_config(corpus, lexicon)))

@@ -25,15 +25,43 @@ SCALE = float(os.environ.get("SEQLAB_FUZZ_SCALE", "1"))  # e.g. 20 for a deeper 
 
 
 def bounded(examples: int) -> settings:
-    return settings(max_examples=max(1, int(examples * SCALE)), deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=max(1, int(examples * SCALE)),
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
 
 
 FAST = bounded(60)
 
 # text that looks like column files: tokens, labels, blank lines, tabs, odd characters
-TOKEN = st.sampled_from(["the", "NN", "B-NP", "I-NP", "O", "E-X", "S-PER", "M-ORG", "-DOCSTART-", "#", "3",
-                         "北", "京", "\t", " ", "", "B-", "I", "x" * 300, "\ufeff", "\x00", "é", "\u2028"])
+TOKEN = st.sampled_from(
+    [
+        "the",
+        "NN",
+        "B-NP",
+        "I-NP",
+        "O",
+        "E-X",
+        "S-PER",
+        "M-ORG",
+        "-DOCSTART-",
+        "#",
+        "3",
+        "北",
+        "京",
+        "\t",
+        " ",
+        "",
+        "B-",
+        "I",
+        "x" * 300,
+        "\ufeff",
+        "\x00",
+        "é",
+        "\u2028",
+    ]
+)
 LINE = st.lists(TOKEN, max_size=5).map(" ".join)
 COLUMN_TEXT = st.lists(LINE, max_size=30).map("\n".join)
 
@@ -56,33 +84,57 @@ def only_seqlab_errors(fn, *args, **kwargs):
 
 
 @FAST
-@given(text=st.one_of(COLUMN_TEXT, st.text(max_size=400)), raw=st.binary(max_size=200),
-       label_column=st.integers(-4, 4))
+@given(text=st.one_of(COLUMN_TEXT, st.text(max_size=400)), raw=st.binary(max_size=200), label_column=st.integers(-4, 4))
 def test_readers_raise_only_seqlab_errors(tmp_path, text, raw, label_column):
     for data in (text, raw):
         path = write(tmp_path, "data.txt", data)
-        for sentences in (only_seqlab_errors(read_conll, path, label_column=label_column),
-                          only_seqlab_errors(read_conll, path, label_column=None),
-                          only_seqlab_errors(read_bmes, path),
-                          only_seqlab_errors(read_chars_with_seg_digits, path),
-                          only_seqlab_errors(read_raw, path),
-                          only_seqlab_errors(read_raw, path, chars=True)):
+        for sentences in (
+            only_seqlab_errors(read_conll, path, label_column=label_column),
+            only_seqlab_errors(read_conll, path, label_column=None),
+            only_seqlab_errors(read_bmes, path),
+            only_seqlab_errors(read_chars_with_seg_digits, path),
+            only_seqlab_errors(read_raw, path),
+            only_seqlab_errors(read_raw, path, chars=True),
+        ):
             for s in sentences or []:
                 assert s.tokens and all(isinstance(t, str) and t for t in s.tokens)
                 assert s.labels is None or len(s.labels) == len(s.tokens)
 
 
 # YAML documents: random JSON-like trees, and random edits of a real config
-JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
-                      st.text(max_size=12))
-JSON = st.recursive(JSON_LEAF, lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                                      st.dictionaries(st.text(max_size=8), kids, max_size=4)),
-                    max_leaves=12)
-PATHS = ["task", "data", "data.format", "data.train", "data.scheme", "data.label_column", "model",
-         "model.embedder", "model.embedder.features", "model.embedder.features.word",
-         "model.embedder.features.word.dim", "model.embedder.features.char.type", "model.encoders",
-         "model.encoders.0", "model.encoders.0.hidden", "model.encoders.0.type", "model.decoder",
-         "model.decoder.type", "train", "train.lr", "train.batch_size", "train.optimizer", "train.batch_length"]
+JSON_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**12), 10**12), st.floats(allow_nan=True), st.text(max_size=12)
+)
+JSON = st.recursive(
+    JSON_LEAF,
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+    max_leaves=12,
+)
+PATHS = [
+    "task",
+    "data",
+    "data.format",
+    "data.train",
+    "data.scheme",
+    "data.label_column",
+    "model",
+    "model.embedder",
+    "model.embedder.features",
+    "model.embedder.features.word",
+    "model.embedder.features.word.dim",
+    "model.embedder.features.char.type",
+    "model.encoders",
+    "model.encoders.0",
+    "model.encoders.0.hidden",
+    "model.encoders.0.type",
+    "model.decoder",
+    "model.decoder.type",
+    "train",
+    "train.lr",
+    "train.batch_size",
+    "train.optimizer",
+    "train.batch_length",
+]
 
 
 def set_path(tree, dotted: str, value) -> None:
@@ -121,7 +173,8 @@ def test_config_loader_on_edited_real_configs(tmp_path, edits):
     cfg = only_seqlab_errors(config_from_dict, raw)
     if cfg is not None:  # a config that validates also builds (sizes walked at load time)
         from seqlab.decoders import TagSet
-        from seqlab.model import TaggerNet
+        from seqlab.tagging.network import TaggerNet
+
         feats = {name: fc.build(name) for name, fc in cfg.model.embedder.features.items()}
         for f in feats.values():
             if hasattr(f, "vocab"):

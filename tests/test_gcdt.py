@@ -10,12 +10,12 @@ import torch
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.context import Context
 from seqlab.data.readers import read_conll
 from seqlab.decoders import LabelDTConfig, TagSet
-from seqlab.dt import DTRNN, TGRUCell
 from seqlab.encoders import GlobalContextConfig
 from seqlab.errors import SeqlabError
+from seqlab.nn.context import Context
+from seqlab.nn.dt import DTRNN, TGRUCell
 from tests.conftest import (
     assert_same_on_two_threads,
     assert_save_load_identical,
@@ -108,7 +108,7 @@ def _exhaustive(dec, feats, mask, ctx, b):
         tags = torch.zeros(1, 3, dtype=torch.long)
         tags[0, :n] = torch.tensor(y)
         with torch.no_grad():
-            score = -dec.loss(feats[b:b + 1], tags, mask[b:b + 1], ctx).item()
+            score = -dec.loss(feats[b : b + 1], tags, mask[b : b + 1], ctx).item()
         seqs.append((list(y), score))
     return sorted(seqs, key=lambda s: -s[1])
 
@@ -137,13 +137,15 @@ def test_beam_one_is_greedy(seed):
         n = int(mask[b].sum())
         prefix: list[int] = []
         for t in range(n):  # the best next label given the greedy prefix, by teacher-forced scores
+
             def score(y):
                 tags = torch.zeros(1, 3, dtype=torch.long)
-                tags[0, : t + 1] = torch.tensor(prefix + [y])
+                tags[0, : t + 1] = torch.tensor(prefix + [y])  # noqa: B023 - called in this iteration
                 m = torch.zeros(1, 3, dtype=torch.bool)
-                m[0, : t + 1] = True
+                m[0, : t + 1] = True  # noqa: B023
                 with torch.no_grad():
-                    return -dec.loss(feats[b:b + 1], tags, m, ctx).item()
+                    return -dec.loss(feats[b : b + 1], tags, m, ctx).item()  # noqa: B023
+
             prefix.append(max(range(3), key=score))
         assert got[b, :n].tolist() == prefix
 
@@ -153,8 +155,12 @@ def test_constrained_beam_gives_valid_sequences_and_batch_invariance():
     with torch.no_grad():
         paths = dec.nbest(feats, mask, ctx, 3)
         for b in range(3):
-            one = dec.nbest(feats[b:b + 1, : int(mask[b].sum())], mask[b:b + 1, : int(mask[b].sum())],
-                            Context.of(mask[b:b + 1, : int(mask[b].sum())]), 3)[0]
+            one = dec.nbest(
+                feats[b : b + 1, : int(mask[b].sum())],
+                mask[b : b + 1, : int(mask[b].sum())],
+                Context.of(mask[b : b + 1, : int(mask[b].sum())]),
+                3,
+            )[0]
             assert [p.tags for p in one] == [p.tags for p in paths[b]]
     for sentence in paths:
         for p in sentence:
@@ -170,13 +176,22 @@ def test_decoder_needing_global_without_the_layer(tmp_path):
 
 # ----- the whole model --------------------------------------------------------------------------------
 
+
 def gcdt_config(path, placement="encoder_input", global_input="none"):
     raw = tiny_config(path).model_dump(mode="json")
     raw["model"]["encoders"] = [
         {"type": "global_context", "hidden": 16, "transitions": 2, "dropout": 0.0, "placement": placement},
-        {"type": "dt", "hidden": 32, "transitions": 2, "dropout": 0.0}]
-    raw["model"]["decoder"] = {"type": "label_dt", "hidden": 24, "label_dim": 8, "transitions": 1, "beam": 3,
-                               "dropout": 0.0, "global_input": global_input}
+        {"type": "dt", "hidden": 32, "transitions": 2, "dropout": 0.0},
+    ]
+    raw["model"]["decoder"] = {
+        "type": "label_dt",
+        "hidden": 24,
+        "label_dim": 8,
+        "transitions": 1,
+        "beam": 3,
+        "dropout": 0.0,
+        "global_input": global_input,
+    }
     raw["train"]["max_epochs"] = 30
     return config_from_dict(raw)
 
@@ -204,11 +219,13 @@ def test_gcdt_batches_side_by_side_predict_what_one_thread_does(gcdt_run):
     assert_same_on_two_threads(Tagger.load(run_dir / "model"), sentences, nbest=3)
 
 
-@pytest.mark.parametrize("placement,global_input", [("decoder_input", "decoder_input"),
-                                                     ("softmax_input", "softmax_input")])
+@pytest.mark.parametrize(
+    "placement,global_input", [("decoder_input", "decoder_input"), ("softmax_input", "softmax_input")]
+)
 def test_other_global_placements_learn(tmp_path, placement, global_input):
     from seqlab import train
     from tests.conftest import SAMPLE, first_sentences
+
     path = tmp_path / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
     raw = gcdt_config(path, placement, global_input).model_dump(mode="json")

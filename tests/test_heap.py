@@ -9,7 +9,7 @@ import sys
 import weakref
 from pathlib import Path
 
-from seqlab.heap import freeze_loaded
+from seqlab.runtime.heap import freeze_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,11 +38,18 @@ def test_garbage_before_is_freed_not_frozen_and_garbage_after_is_still_collected
 
 def test_predict_freezes_its_heap_after_loading(shared_tiny_model, tmp_path):
     data, model = shared_tiny_model
-    script = ("import gc, sys\nfrom seqlab.cli import main\ncode = main(sys.argv[1:])\n"
-              "print('frozen', gc.get_freeze_count(), file=sys.stderr)\nsys.exit(code)")
+    script = (
+        "import gc, sys\nfrom seqlab.cli import main\ncode = main(sys.argv[1:])\n"
+        "print('frozen', gc.get_freeze_count(), file=sys.stderr)\nsys.exit(code)"
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-c", script, "-q", "predict", str(model), str(data)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script, "-q", "predict", str(model), str(data)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     frozen = int(done.stderr.split("frozen")[-1])
     assert frozen > 10_000  # PyTorch and the model: tens of thousands of objects out of the collector's walks

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from seqlab.io import atomic_write_dir, atomic_write_text
+from seqlab.io.files import atomic_write_dir, atomic_write_text
 
 
 def test_failed_dir_write_keeps_old_version(tmp_path):
@@ -32,14 +32,18 @@ def test_atomic_text_replaces(tmp_path):
     assert f.read_text() == "2" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
 
 
-@pytest.mark.parametrize("before,after", [
-    ('{"epoch": 1}\n{"epo', '{"epoch": 1}\n'),  # a record cut mid-line by a kill: dropped
-    ('{"epo', ""),  # the only line cut short
-    ('{"epoch": 1}\n', '{"epoch": 1}\n'),  # whole lines: untouched
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "before,after",
+    [
+        ('{"epoch": 1}\n{"epo', '{"epoch": 1}\n'),  # a record cut mid-line by a kill: dropped
+        ('{"epo', ""),  # the only line cut short
+        ('{"epoch": 1}\n', '{"epoch": 1}\n'),  # whole lines: untouched
+        ("", ""),
+    ],
+)
 def test_append_line_drops_a_partial_last_line_first(tmp_path, caplog, before, after):
-    from seqlab.io import append_line
+    from seqlab.io.files import append_line
+
     log = tmp_path / "log.jsonl"
     log.write_text(before, encoding="utf-8")
     append_line(log, '{"epoch": 2}')
@@ -48,7 +52,8 @@ def test_append_line_drops_a_partial_last_line_first(tmp_path, caplog, before, a
 
 
 def test_append_line_finds_the_last_newline_far_back(tmp_path):
-    from seqlab.io import append_line
+    from seqlab.io.files import append_line
+
     log = tmp_path / "log.jsonl"
     log.write_bytes(b"a\n" + b"x" * 200_000)  # a partial line longer than one read block
     append_line(log, "b")
@@ -57,7 +62,8 @@ def test_append_line_finds_the_last_newline_far_back(tmp_path):
 
 def test_writers_never_put_a_folder_for_a_file_or_a_file_for_a_folder(tmp_path):
     from seqlab.errors import SeqlabError
-    from seqlab.io import atomic_write_bytes, atomic_write_dir
+    from seqlab.io.files import atomic_write_bytes, atomic_write_dir
+
     mine = tmp_path / "notes.txt"
     mine.write_text("mine")
     with pytest.raises(SeqlabError, match="is a file, not a folder"):
@@ -77,9 +83,9 @@ def test_writers_never_put_a_folder_for_a_file_or_a_file_for_a_folder(tmp_path):
 
 def test_an_unwritable_place_is_one_line(tmp_path):
     from seqlab.errors import SeqlabError
-    from seqlab.io import atomic_write_bytes, atomic_write_dir, check_writable
-    for write in (lambda p: atomic_write_bytes(p, b"x"), lambda p: atomic_write_dir(p, lambda d: None),
-                  check_writable):
+    from seqlab.io.files import atomic_write_bytes, atomic_write_dir, check_writable
+
+    for write in (lambda p: atomic_write_bytes(p, b"x"), lambda p: atomic_write_dir(p, lambda d: None), check_writable):
         with pytest.raises(SeqlabError, match="cannot write"):
             write(Path("/proc/seqlab-test"))
 
@@ -89,7 +95,8 @@ def test_recover_dir_waits_for_a_live_writer_and_two_readers_do_not_collide(tmp_
     import subprocess
     import sys
 
-    from seqlab import io
+    from seqlab.io import files as io
+
     target = tmp_path / "model"
     writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -108,5 +115,6 @@ def test_recover_dir_waits_for_a_live_writer_and_two_readers_do_not_collide(tmp_
     def racing(src, dst):  # another process puts the copy back first
         real(src, dst)
         raise FileNotFoundError(2, "No such file or directory")
+
     monkeypatch.setattr(io.os, "replace", racing)
     assert io.recover_dir(target) is None and target.is_dir()

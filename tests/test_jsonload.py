@@ -9,13 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqlab import jsonload
-from seqlab.jsonload import MAX_DEPTH, NestingError
+from seqlab.io import jsonload
+from seqlab.io.jsonload import MAX_DEPTH, NestingError
 
-JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
-                    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=5), kids,
-                                                                                       max_size=4)),
-                    max_leaves=25)
+JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=5), kids, max_size=4)),
+    max_leaves=25,
+)
 
 
 @settings(max_examples=100, deadline=None)

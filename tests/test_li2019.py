@@ -12,19 +12,19 @@ import torch
 from torch import nn
 
 from seqlab import Tagger, train
-from seqlab.analysis import chunk_and_type, zeroed_for
 from seqlab.config import config_from_dict
-from seqlab.context import Context
 from seqlab.data.vocab import CHIU_NICHOLS_CLASSES, chiu_nichols_class
 from seqlab.encoders import BiLSTMConfig, ParallelAttentionConfig
 from seqlab.errors import SeqlabError
+from seqlab.evaluation.analysis import chunk_and_type, zeroed_for
+from seqlab.evaluation.metrics import span_f1
 from seqlab.features.chars import CharCNN, char_type_table
-from seqlab.metrics import span_f1
+from seqlab.nn.context import Context
 from tests.conftest import assert_same_on_two_threads, assert_save_load_identical, tiny_config, train_tiny
 from tests.test_cli import assert_user_error, run
 
-
 # ----- deep Bi-LSTM: cross and per-direction stacking -------------------------------------------------
+
 
 def _cell_stack(cells: list[nn.LSTMCell], xs: list[torch.Tensor]) -> list[torch.Tensor]:
     """One direction through one layer, step by step, on the real tokens only."""
@@ -71,8 +71,9 @@ def test_bilstm_stacking_matches_lstm_cells(stacking, layers):
     with torch.no_grad():
         out = encoder(x, Context.of(mask))
         for b, n in enumerate(mask.sum(1).tolist()):
-            torch.testing.assert_close(out[b, :n], _reference(encoder, x[b], n, stacking == "cross"),
-                                       atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                out[b, :n], _reference(encoder, x[b], n, stacking == "cross"), atol=1e-5, rtol=1e-5
+            )
 
 
 def test_per_direction_layers_read_one_direction():
@@ -82,6 +83,7 @@ def test_per_direction_layers_read_one_direction():
 
 
 # ----- parallel multi-head self-attention -------------------------------------------------------------
+
 
 def test_parallel_attention_equals_the_equations_per_head():
     torch.manual_seed(0)
@@ -97,10 +99,10 @@ def test_parallel_attention_equals_the_equations_per_head():
             h = x[b, :n]
             assert torch.equal(out[b, :n, :20], h)  # H is passed through
             for i in range(5):
-                wq, wk, wv = (w[(j * 5 + i) * 4:(j * 5 + i + 1) * 4] for j in range(3))
+                wq, wk, wv = (w[(j * 5 + i) * 4 : (j * 5 + i + 1) * 4] for j in range(3))
                 alpha = torch.softmax((h @ wq.T) @ (h @ wk.T).T / math.sqrt(4), dim=-1)  # (n, n)
                 torch.testing.assert_close(ctx.published["attention"][b, i, :n, :n], alpha)
-                torch.testing.assert_close(out[b, :n, 20 + 4 * i: 24 + 4 * i], alpha @ (h @ wv.T))
+                torch.testing.assert_close(out[b, :n, 20 + 4 * i : 24 + 4 * i], alpha @ (h @ wv.T))
 
 
 def test_parallel_attention_ignores_padding():
@@ -125,6 +127,7 @@ def test_heads_must_divide_the_input(tmp_path):
 
 # ----- Section 3.1 features ---------------------------------------------------------------------------
 
+
 def test_char_cnn_widths_and_char_types():
     types = char_type_table(["<pad>", "<unk>", "A", "b", "7", "-"])
     assert types.tolist() == [[0, 0, 0, 0], [0, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
@@ -140,13 +143,24 @@ def test_char_cnn_widths_and_char_types():
 
 
 def test_chiu_nichols_casing():
-    names = {w: CHIU_NICHOLS_CLASSES[chiu_nichols_class(w)] for w in ("EU", "Paris", "paris", "McDonald", "I",
-                                                                     "1996", ",", "iPhone")}
-    assert names == {"EU": "upper", "Paris": "upper_initial", "paris": "lower", "McDonald": "mixed",
-                     "I": "upper_initial", "1996": "lower", ",": "lower", "iPhone": "mixed"}
+    names = {
+        w: CHIU_NICHOLS_CLASSES[chiu_nichols_class(w)]
+        for w in ("EU", "Paris", "paris", "McDonald", "I", "1996", ",", "iPhone")
+    }
+    assert names == {
+        "EU": "upper",
+        "Paris": "upper_initial",
+        "paris": "lower",
+        "McDonald": "mixed",
+        "I": "upper_initial",
+        "1996": "lower",
+        ",": "lower",
+        "iPhone": "mixed",
+    }
 
 
 # ----- analyses and span metrics ----------------------------------------------------------------------
+
 
 def test_chunk_and_type_counts():
     gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "I-ORG", "I-ORG"]]
@@ -176,12 +190,15 @@ def test_keep_zeroes_every_part_that_does_not_overlap():
 
 # ----- the whole self-attentive model -----------------------------------------------------------------
 
+
 def att_config(path):
     raw = tiny_config(path).model_dump(mode="json")
     raw["model"]["embedder"]["features"]["char"].update(kernel=[1, 2, 3], char_type=True, max_len=20)
     raw["model"]["embedder"]["features"]["casing"] = {"type": "casing", "classes": "chiu_nichols", "one_hot": True}
-    raw["model"]["encoders"] = [{"type": "bilstm", "hidden": 30, "layers": 2, "stacking": "per_direction",
-                                 "dropout": 0.0}, {"type": "parallel_attention", "heads": 5}]
+    raw["model"]["encoders"] = [
+        {"type": "bilstm", "hidden": 30, "layers": 2, "stacking": "per_direction", "dropout": 0.0},
+        {"type": "parallel_attention", "heads": 5},
+    ]
     raw["model"]["decoder"] = {"type": "softmax"}
     return config_from_dict(raw)
 
@@ -200,6 +217,7 @@ def test_att_model_overfits_saves_loads(att_run, tmp_path):
 
 def test_att_batches_side_by_side_predict_what_one_thread_does(att_run):
     from seqlab.data.readers import read_conll
+
     path, run_dir, _ = att_run
     sentences = read_conll(path, label_column=None)
     assert_same_on_two_threads(Tagger.load(run_dir / "model"), sentences, explain=True, confidence=True, nbest=2)
@@ -246,13 +264,24 @@ def _xor_file(tmp_path):
 def _fits_and(tmp_path, encoders, seed) -> bool:
     """Whether the model labels "and" right in all four phrases after fitting them."""
     path = _xor_file(tmp_path)
-    raw = {"task": "ner",
-           "data": {"train": str(path), "dev": str(path), "test": str(path), "scheme": "BIO", "train_scheme": "BIO"},
-           "model": {"embedder": {"features": {"word": {"type": "words", "dim": 8, "pretrained": None}},
-                                  "dropout": 0.0},
-                     "encoders": encoders, "decoder": {"type": "softmax"}},
-           "train": {"optimizer": "adam", "lr": 0.02, "lr_decay": 0.0, "batch_size": 4, "max_epochs": 150,
-                     "patience": 150, "seed": seed}}
+    raw = {
+        "task": "ner",
+        "data": {"train": str(path), "dev": str(path), "test": str(path), "scheme": "BIO", "train_scheme": "BIO"},
+        "model": {
+            "embedder": {"features": {"word": {"type": "words", "dim": 8, "pretrained": None}}, "dropout": 0.0},
+            "encoders": encoders,
+            "decoder": {"type": "softmax"},
+        },
+        "train": {
+            "optimizer": "adam",
+            "lr": 0.02,
+            "lr_decay": 0.0,
+            "batch_size": 4,
+            "max_epochs": 150,
+            "patience": 150,
+            "seed": seed,
+        },
+    }
     train(config_from_dict(raw), tmp_path / f"run{seed}", progress=False)
     tagger = Tagger.load(tmp_path / f"run{seed}" / "model")
     preds = tagger.predict([p for p, _ in XOR])
@@ -270,9 +299,13 @@ def test_xor_per_direction_bilstm_cannot_fit_and(tmp_path, seed):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("encoders", [
-    [{**BILSTM, "stacking": "cross"}],
-    [{**BILSTM, "stacking": "per_direction"}, {"type": "parallel_attention", "heads": 2}],
-], ids=["cross", "attention"])
+@pytest.mark.parametrize(
+    "encoders",
+    [
+        [{**BILSTM, "stacking": "cross"}],
+        [{**BILSTM, "stacking": "per_direction"}, {"type": "parallel_attention", "heads": 2}],
+    ],
+    ids=["cross", "attention"],
+)
 def test_xor_cross_and_attention_fit_and(tmp_path, encoders, seed):
     assert _fits_and(tmp_path, encoders, seed)

@@ -10,9 +10,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.context import Context
 from seqlab.encoders.bilstm import BiLSTMEncoder
-from seqlab.lstm import BiLSTM, gather_steps, reversal_index
+from seqlab.nn.context import Context
+from seqlab.nn.lstm import BiLSTM, gather_steps, reversal_index
 
 
 @pytest.mark.parametrize("grad", [True, False], ids=["padded-kernel", "packed-kernel"])
@@ -44,8 +44,7 @@ def test_packed_inference_follows_weight_updates():
         with torch.no_grad():
             packed = ours(x, lengths)
         padded = ours(x, lengths)  # grad enabled: the padded one-way kernels
-        return all(torch.allclose(packed[b, :n], padded[b, :n], atol=1e-6)
-                   for b, n in enumerate(lengths.tolist()))
+        return all(torch.allclose(packed[b, :n], padded[b, :n], atol=1e-6) for b, n in enumerate(lengths.tolist()))
 
     assert agree()
     with torch.no_grad():

@@ -9,7 +9,7 @@ import pytest
 
 from seqlab.data.schemes import convert, spans_to_tags
 from seqlab.errors import SeqlabError
-from seqlab.metrics import format_report, score_file, span_f1, token_accuracy
+from seqlab.evaluation.metrics import format_report, score_file, span_f1, token_accuracy
 
 seqeval_metrics = pytest.importorskip("seqeval.metrics")
 

@@ -47,14 +47,19 @@ def _edit_json(path: Path, edit) -> None:
     path.write_text(json.dumps(edit(data)))
 
 
-@pytest.mark.parametrize("edit,needle", [
-    (lambda m: {**m, "format_version": 99}, "model format 99; this seqlab reads formats 1, 2"),
-    (lambda m: [m], "config.json: expected a JSON object"),
-    (lambda m: {k: v for k, v in m.items() if k != "scheme"}, "'scheme' must be"),
-    (lambda m: {**m, "config": "x"}, "'config' must be an object"),
-    (lambda m: {**m, "config": {**m["config"], "model": {**m["config"]["model"], "decoder": {"type": "gcdt"}}}},
-     "config key 'model.decoder': unknown decoder type 'gcdt'"),
-])
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda m: {**m, "format_version": 99}, "model format 99; this seqlab reads formats 1, 2"),
+        (lambda m: [m], "config.json: expected a JSON object"),
+        (lambda m: {k: v for k, v in m.items() if k != "scheme"}, "'scheme' must be"),
+        (lambda m: {**m, "config": "x"}, "'config' must be an object"),
+        (
+            lambda m: {**m, "config": {**m["config"], "model": {**m["config"]["model"], "decoder": {"type": "gcdt"}}}},
+            "config key 'model.decoder': unknown decoder type 'gcdt'",
+        ),
+    ],
+)
 def test_bad_config_json(model_copy, edit, needle):
     _edit_json(model_copy / "config.json", edit)
     with pytest.raises(SeqlabError, match=needle.replace("(", r"\(").replace(")", r"\)")) as err:
@@ -62,13 +67,19 @@ def test_bad_config_json(model_copy, edit, needle):
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("edit,needle", [
-    (lambda v: {**v, "tags": [1, 2]}, "'tags' must be a list of distinct strings"),
-    (lambda v: {**v, "features": None}, "'features' must be an object"),
-    (lambda v: {**v, "features": {k: s for k, s in v["features"].items() if k != "char"}}, "no state for feature 'char'"),
-    (lambda v: {**v, "features": {**v["features"], "word": {"itos": None}}}, "features.word.itos: expected a list"),
-    (lambda v: {**v, "features": {**v["features"], "casing": {"classes": ["x"]}}}, "casing classes differ"),
-])
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda v: {**v, "tags": [1, 2]}, "'tags' must be a list of distinct strings"),
+        (lambda v: {**v, "features": None}, "'features' must be an object"),
+        (
+            lambda v: {**v, "features": {k: s for k, s in v["features"].items() if k != "char"}},
+            "no state for feature 'char'",
+        ),
+        (lambda v: {**v, "features": {**v["features"], "word": {"itos": None}}}, "features.word.itos: expected a list"),
+        (lambda v: {**v, "features": {**v["features"], "casing": {"classes": ["x"]}}}, "casing classes differ"),
+    ],
+)
 def test_bad_vocab_json(model_copy, edit, needle):
     _edit_json(model_copy / "vocab.json", edit)
     with pytest.raises(SeqlabError, match=needle):

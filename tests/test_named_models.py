@@ -1,4 +1,4 @@
-"""Named models (seqlab.named_models): a model argument that is a name is found in $SEQLAB_MODELS (then the
+"""Named models (seqlab.tagging.named_models): a model argument that is a name is found in $SEQLAB_MODELS (then the
 repository's models/); every command and Tagger.load take one; `seqlab models` lists them; an unknown name is one
 line listing the known names, exit 2."""
 
@@ -12,11 +12,17 @@ import pytest
 
 from seqlab.cli import main
 from seqlab.errors import SeqlabError
-from seqlab.named_models import ENV, available, resolve_model
+from seqlab.tagging.named_models import ENV, available, resolve_model
 
-CARD = {"name": "tiny-chunk", "language": "en", "task": "chunking", "description": "a test chunker",
-        "data": {"name": "20 CoNLL-2000 sentences"}, "recipe": {"config": "tests/conftest.py"},
-        "scores": {"test": {"metric": "f1", "value": 61.25, "paper": 93.5}}}
+CARD = {
+    "name": "tiny-chunk",
+    "language": "en",
+    "task": "chunking",
+    "description": "a test chunker",
+    "data": {"name": "20 CoNLL-2000 sentences"},
+    "recipe": {"config": "tests/conftest.py"},
+    "scores": {"test": {"metric": "f1", "value": 61.25, "paper": 93.5}},
+}
 
 
 @pytest.fixture
@@ -38,6 +44,7 @@ def models(shared_tiny_model, tmp_path, monkeypatch) -> Path:
 
 def test_names_resolve_and_load(models, shared_tiny_model):
     from seqlab.tagger import Tagger
+
     assert resolve_model("tiny-chunk") == models / "tiny-chunk"
     _, model = shared_tiny_model
     assert resolve_model(model) == model  # a path stays a path
@@ -59,6 +66,7 @@ def test_search_order(models, tmp_path, monkeypatch, shared_tiny_model):
     first.mkdir()
     shutil.copytree(shared_tiny_model[1], first / "other")
     import os
+
     monkeypatch.setenv(ENV, os.pathsep.join([str(first), str(models)]))
     assert resolve_model("other") == first / "other"
     assert [m.path for m in available()] == [first / "other", models / "tiny-chunk"]
@@ -85,9 +93,10 @@ def test_commands_take_a_name(models, shared_tiny_model, capsys, tmp_path):
 
 def test_serve_gets_the_folder_of_a_name(models, monkeypatch):
     """serve hands its workers an absolute path: a name is resolved first."""
-    import seqlab.serve
+    import seqlab.serving.serve
+
     called = []
-    monkeypatch.setattr(seqlab.serve, "run_server", lambda model, *args: called.append(model))
+    monkeypatch.setattr(seqlab.serving.serve, "run_server", lambda model, *args: called.append(model))
     assert main(["-q", "serve", "tiny-chunk"]) == 0
     assert called == [str(models / "tiny-chunk")]
 
@@ -108,7 +117,7 @@ def test_models_command(models, capsys, monkeypatch, tmp_path):
     assert main(["-q", "models"]) == 0
     assert "card.json unreadable" in capsys.readouterr().out
     monkeypatch.setenv(ENV, str(tmp_path / "empty"))
-    monkeypatch.setattr("seqlab.named_models.repository_models", lambda: tmp_path / "none")
+    monkeypatch.setattr("seqlab.tagging.named_models.repository_models", lambda: tmp_path / "none")
     assert main(["-q", "models"]) == 0
     assert capsys.readouterr().out.startswith("no named models")
     assert main(["-q", "info", "en-ner"]) == 2

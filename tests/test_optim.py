@@ -1,6 +1,6 @@
-"""seqlab.optim.NAdam: torch.optim.NAdam's update, to the bit in its multi-tensor step (without the slow square root of
-zeros) and to float rounding as two fused Adam calls; the fused SGD and NAdam that take the clipping factor
-(seqlab.training.clip_and_step)."""
+"""seqlab.training.optim.NAdam: torch.optim.NAdam's update, to the bit in its multi-tensor step (without the slow square
+root of zeros) and to float rounding as two fused Adam calls; the fused SGD and NAdam that take the clipping factor
+(seqlab.training.step.clip_and_step)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ import copy
 import pytest
 import torch
 
-from seqlab import optim
-from seqlab.optim import NAdam
+from seqlab.training import optim
+from seqlab.training.optim import NAdam
 
 
 def _params(dtype=torch.float32):
     torch.manual_seed(0)
-    return [torch.nn.Parameter(torch.randn(300, 20, dtype=dtype)),  # an embedding matrix: most rows unseen
-            torch.nn.Parameter(torch.randn(50, dtype=dtype)),
-            torch.nn.Parameter(torch.randn(7, 3, dtype=torch.float64))]
+    return [
+        torch.nn.Parameter(torch.randn(300, 20, dtype=dtype)),  # an embedding matrix: most rows unseen
+        torch.nn.Parameter(torch.randn(50, dtype=dtype)),
+        torch.nn.Parameter(torch.randn(7, 3, dtype=torch.float64)),
+    ]
 
 
 def _run(optimizers, groups, steps, seed=1):
@@ -34,8 +36,10 @@ def _run(optimizers, groups, steps, seed=1):
             opt.step()
 
 
-@pytest.mark.parametrize("weight_decay,eps,dtype", [(0.0, 1e-8, torch.float32), (0.01, 1e-6, torch.float32),
-                                                    (0.0, 1e-8, torch.float64), (0.0, 1e-13, torch.float32)])
+@pytest.mark.parametrize(
+    "weight_decay,eps,dtype",
+    [(0.0, 1e-8, torch.float32), (0.01, 1e-6, torch.float32), (0.0, 1e-8, torch.float64), (0.0, 1e-13, torch.float32)],
+)
 def test_same_bits_as_torch_nadam(weight_decay, eps, dtype, monkeypatch):
     monkeypatch.setattr(optim, "FUSED_NADAM", False)  # the multi-tensor step
     ours, theirs = _params(dtype), _params(dtype)
@@ -83,7 +87,7 @@ def _fused_calls(monkeypatch) -> list:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_fused_step_equals_torch_nadam_to_rounding(dtype, monkeypatch):
-    """On CPU without weight decay the step is two fused Adam calls (see seqlab.optim): torch.optim.NAdam's
+    """On CPU without weight decay the step is two fused Adam calls (see seqlab.training.optim): torch.optim.NAdam's
     update to float rounding, its state kept as torch's (a state dict loads into either), and every step's
     parameters bumped in their version counters, which the fused kernel does not count."""
     if not optim._HAS_FUSED_ADAM:
@@ -134,6 +138,7 @@ def test_fused_nadam_with_the_clipping_factor_equals_clip_grad_norm_then_nadam(c
     """clip_and_step folds the clipping factor into the fused step (the first call divides the gradients by
     it in place): clip_grad_norm_ and torch.optim.NAdam to rounding, clipped on every step (0.5) or never."""
     from seqlab.training import clip_and_step
+
     if not optim._HAS_FUSED_ADAM:
         pytest.skip(f"torch {torch.__version__} has no fused Adam on CPU")
     clip_grad_norm_, clips = torch.nn.utils.clip_grad_norm_, []
@@ -179,8 +184,10 @@ def test_parameters_without_gradient_are_left_alone():
 
 def _sgd_config():
     from seqlab.config import load_config
-    return load_config("configs/chunking-bilstm-crf.yaml", ["train.optimizer=sgd", "train.lr=0.1",
-                                                           "train.weight_decay=1e-3"]).train
+
+    return load_config(
+        "configs/chunking-bilstm-crf.yaml", ["train.optimizer=sgd", "train.lr=0.1", "train.weight_decay=1e-3"]
+    ).train
 
 
 @pytest.mark.parametrize("clip,count", [(None, 2), (0.5, 2), (1e6, 2), (0.5, 3)])
@@ -189,6 +196,7 @@ def test_fused_sgd_with_the_clipping_factor_equals_clip_grad_norm_then_sgd(clip,
     clip_grad_norm_ and torch's multi-tensor SGD: clipped every step (0.5), never (1e6) and no clipping; with
     float32 and float64 parameters together (count 3) the factor cannot be one grad_scale, and is applied first."""
     from seqlab.training import clip_and_step, make_optimizer
+
     cfg = _sgd_config()
     ours, theirs = _params()[:count], _params()[:count]
     fused = make_optimizer(ours, cfg)
@@ -218,6 +226,7 @@ def test_clip_and_step_on_an_sgd_resumed_from_a_multi_tensor_state():
     """An SGD state saved before the fused update (param group foreach, not fused) loads into make_optimizer's
     SGD; its steps then clip with clip_grad_norm_, as they did, and match the multi-tensor SGD."""
     from seqlab.training import clip_and_step, make_optimizer
+
     cfg = _sgd_config()
     ours, theirs = _params(), _params()
     old = torch.optim.SGD(theirs, lr=0.1, momentum=cfg.momentum, weight_decay=1e-3, foreach=True)
@@ -241,10 +250,11 @@ def test_clip_and_step_on_an_sgd_resumed_from_a_multi_tensor_state():
 
 def test_fused_sgd_steps_are_seen_by_the_inference_caches():
     """PyTorch's fused SGD writes the parameters without bumping their version counters, which seqlab's inference
-    caches read (seqlab.versions.weights_key): make_optimizer's SGD bumps them, so the BiLSTM's bidirectional
+    caches read (seqlab.nn.versions.weights_key): make_optimizer's SGD bumps them, so the BiLSTM's bidirectional
     inference copy built before a step is rebuilt after it (before, dev scoring read stale weights)."""
-    from seqlab.lstm import BiLSTM
+    from seqlab.nn.lstm import BiLSTM
     from seqlab.training import clip_and_step, make_optimizer
+
     torch.manual_seed(0)
     lstm = BiLSTM(5, 4).eval()
     params = list(lstm.parameters())
@@ -264,17 +274,20 @@ def test_fused_sgd_steps_are_seen_by_the_inference_caches():
     torch.testing.assert_close(after, direct, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("make", [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),
-                                  lambda ps: optim.NAdam(ps, lr=0.01)], ids=["sgd", "nadam"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, fused=True), lambda ps: optim.NAdam(ps, lr=0.01)],
+    ids=["sgd", "nadam"],
+)
 def test_step_hooks_and_the_profiler_label_still_work(make):
     """seqlab's optimisers skip PyTorch's step wrapper only where nothing needs it: registered step hooks (on the
     optimiser or global) still run around the step, a profiler still sees the step's label, and without either
     the step updates the weights the same; clear_grads leaves every gradient None, as zero_grad(set_to_none)."""
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
     from torch.profiler import profile
 
-    from torch.optim.optimizer import register_optimizer_step_pre_hook
-
     from seqlab.training import clear_grads
+
     torch.manual_seed(0)
     torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)  # PyTorch's classes wrapped as a program's would be
     torch.optim.NAdam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)

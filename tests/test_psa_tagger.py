@@ -70,9 +70,22 @@ def test_attention_heatmap_command(psa_run, tmp_path):
     _, run, _ = psa_run
 
     def attention(out: str) -> None:
-        proc = subprocess.run([sys.executable, "-m", "seqlab", "-q", "attention", str(run / "model"),
-                               "The dollar moved higher .", "--out", str(tmp_path / out)],
-                              capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "seqlab",
+                "-q",
+                "attention",
+                str(run / "model"),
+                "The dollar moved higher .",
+                "--out",
+                str(tmp_path / out),
+            ],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
         assert proc.returncode == 0, proc.stderr
 
     attention("heat.png")

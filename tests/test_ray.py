@@ -14,8 +14,10 @@ TOKENS = [[WORDS[(i + k) % len(WORDS)] for k in range(2 + i % 6)] + [str(i), "."
 
 
 def expected(tagger: Tagger, inputs) -> list[tuple[list, list]]:
-    return [(p.tags, [{"type": s.type, "start": s.start, "end": s.end, "text": s.text} for s in p.spans])
-            for p in tagger.predict(inputs)]
+    return [
+        (p.tags, [{"type": s.type, "start": s.start, "end": s.end, "text": s.text} for s in p.spans])
+        for p in tagger.predict(inputs)
+    ]
 
 
 def test_predictor_on_numpy_and_pandas_batches(shared_tiny_model):
@@ -32,8 +34,9 @@ def test_predictor_on_numpy_and_pandas_batches(shared_tiny_model):
     assert list(frame.columns) == ["text", "n", "tags", "spans"]
     assert list(zip(frame["tags"], frame["spans"])) == expected(tagger, texts)
     scored = SeqlabPredictor(shared_tiny_model[1], confidence=True)(pd.DataFrame({"text": texts}))
-    assert [[s["confidence"] for s in spans] for spans in scored["spans"]] == \
-        [pytest.approx([s.confidence for s in p.spans]) for p in tagger.predict(texts, confidence=True)]
+    assert [[s["confidence"] for s in spans] for spans in scored["spans"]] == [
+        pytest.approx([s.confidence for s in p.spans]) for p in tagger.predict(texts, confidence=True)
+    ]
 
 
 def test_predictor_says_what_it_expected(shared_tiny_model):
@@ -50,11 +53,17 @@ def test_predictor_says_what_it_expected(shared_tiny_model):
 def local_ray():
     """A local Ray instance as light as it gets: 2 CPUs, no dashboard, a small object store."""
     import os
+
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'seqlab[ray]')")
     pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'seqlab[ray]')")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 ** 2, log_to_driver=False,
-             configure_logging=False)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=100 * 1024**2,
+        log_to_driver=False,
+        configure_logging=False,
+    )
     yield ray
     ray.shutdown()
 
@@ -64,8 +73,9 @@ def test_ray_data_tags_as_the_tagger_does(local_ray, shared_tiny_model):
     model = shared_tiny_model[1]
     tagger = Tagger.load(model)
     ds = local_ray.data.from_items([{"id": i, "tokens": t} for i, t in enumerate(TOKENS)])
-    rows = ds.map_batches(SeqlabPredictor, fn_constructor_kwargs={"model": str(model)}, concurrency=2,
-                          batch_size=8).take_all()
+    rows = ds.map_batches(
+        SeqlabPredictor, fn_constructor_kwargs={"model": str(model)}, concurrency=2, batch_size=8
+    ).take_all()
     rows.sort(key=lambda r: r["id"])  # Ray Data does not keep the order unless asked
     assert [r["id"] for r in rows] == list(range(len(TOKENS)))
     assert [(list(r["tags"]), [dict(s) for s in r["spans"]]) for r in rows] == expected(tagger, TOKENS)
@@ -78,6 +88,7 @@ def test_tag_dataset_is_map_batches_on_an_actor_pool():
         def map_batches(self, fn, **kwargs):
             self.fn, self.kwargs = fn, kwargs
             return self
+
     ds = tag_dataset(Recorder(), "m", concurrency=3, batch_size=16, batch_format="pandas", confidence=True)
     assert ds.fn is SeqlabPredictor and ds.kwargs["fn_constructor_kwargs"] == {"model": "m", "confidence": True}
     assert ds.kwargs["compute"].min_size == ds.kwargs["compute"].max_size == 3

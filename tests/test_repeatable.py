@@ -40,12 +40,15 @@ def test_flat_attention_gradients_repeat_at_a_realistic_size(two_threads):
     threads): two backward passes give the same gradient bits. Indexing the tables with ``table[k][index]`` did
     not: its backward adds with atomics in a varying order (w_r's gradient differed between two passes)."""
     from seqlab.encoders.flat import FlatConfig, FlatLayer
+
     torch.set_num_threads(2)
     torch.manual_seed(0)
     layer = FlatLayer(FlatConfig(ff_dropout=0.0))
     batch, chars, words = 16, 120, 40
     heads = torch.cat([torch.arange(chars).expand(batch, chars), torch.randint(0, chars - 4, (batch, words))], 1)
-    tails = torch.cat([torch.arange(chars).expand(batch, chars), heads[:, chars:] + torch.randint(1, 4, (batch, words))], 1)
+    tails = torch.cat(
+        [torch.arange(chars).expand(batch, chars), heads[:, chars:] + torch.randint(1, 4, (batch, words))], 1
+    )
     e = torch.randn(batch, chars + words, 160)
     grads = []
     for _ in range(2):
@@ -54,4 +57,5 @@ def test_flat_attention_gradients_repeat_at_a_realistic_size(two_threads):
         grads.append({n: p.grad.clone() for n, p in layer.named_parameters() if p.grad is not None})
     assert grads[0].keys() == grads[1].keys() and "relative.w_r.weight" in grads[0]
     assert all(torch.equal(grads[0][n], grads[1][n]) for n in grads[0]), [
-        n for n in grads[0] if not torch.equal(grads[0][n], grads[1][n])]
+        n for n in grads[0] if not torch.equal(grads[0][n], grads[1][n])
+    ]

@@ -1,4 +1,4 @@
-"""seqlab.rows: momentum SGD on the rows of an embedding table a batch read, the other rows' steps applied when next
+"""seqlab.nn.rows: momentum SGD on the rows of an embedding table a batch read, the other rows' steps applied when next
 read, against torch.optim.SGD's dense update."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import copy
 import pytest
 import torch
 
-from seqlab import rows
 from seqlab.features.words import WordEmbedding
-from seqlab.optim import SGD
+from seqlab.nn import rows
 from seqlab.training import clip_and_step
+from seqlab.training.optim import SGD
 
 VOCAB, DIM = 60, 4
 
@@ -29,7 +29,7 @@ class Net(torch.nn.Module):
     def forward(self, ids):
         y = self.out(self.words({"ids": ids}, None))  # (batch, seq, 3)
         loss = y.tanh().square().sum() + y.sum(-1).cos().sum()  # bounded gradients
-        return loss + (self.extra ** 2).sum() if self.extra is not None else loss
+        return loss + (self.extra**2).sum() if self.extra is not None else loss
 
 
 def _batches(n, seed=1):
@@ -55,9 +55,18 @@ def _train(net, optimizer, batches, clip, lrs):
         clip_and_step(optimizer, params, clip)
 
 
-@pytest.mark.parametrize("momentum,clip,fused,mixed", [
-    (0.9, None, True, False), (0.9, 1.0, True, False), (0.9, 1.0, False, False), (0.5, 1.0, True, False),
-    (0.0, 1.0, True, False), (0.99, None, True, False), (0.9, 1.0, True, True)])
+@pytest.mark.parametrize(
+    "momentum,clip,fused,mixed",
+    [
+        (0.9, None, True, False),
+        (0.9, 1.0, True, False),
+        (0.9, 1.0, False, False),
+        (0.5, 1.0, True, False),
+        (0.0, 1.0, True, False),
+        (0.99, None, True, False),
+        (0.9, 1.0, True, True),
+    ],
+)
 def test_row_updates_equal_torch_sgd_to_rounding(momentum, clip, fused, mixed):
     """200 steps with the rate changed every 7 steps: the table (once brought up to date), the other weights and
     the momentum buffer match torch.optim.SGD after clip_grad_norm_. Momentum 0.5 ends a window every 10 steps,
@@ -95,8 +104,9 @@ def test_row_updates_equal_torch_sgd_to_rounding(momentum, clip, fused, mixed):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=2e-4)
     if momentum:
         buffer = optimizer.state_dict()["state"][[p is table for p in ours.parameters()].index(True)]["momentum_buffer"]
-        torch.testing.assert_close(buffer, reference.state[theirs.words.embed.weight]
-                                   ["momentum_buffer"], rtol=1e-4, atol=2e-3)  # values up to ~6
+        torch.testing.assert_close(
+            buffer, reference.state[theirs.words.embed.weight]["momentum_buffer"], rtol=1e-4, atol=2e-3
+        )  # values up to ~6
 
 
 def test_every_reader_sees_the_table_up_to_date():
@@ -145,8 +155,11 @@ def test_the_momentum_state_moves_between_torch_sgd_and_ours():
         net = Net()
 
         def make(kind):
-            return (SGD(net.parameters(), lr=0.1, momentum=0.9, fused=True, row_tables=True) if kind == "rows"
-                    else torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True))
+            return (
+                SGD(net.parameters(), lr=0.1, momentum=0.9, fused=True, row_tables=True)  # noqa: B023 - called below
+                if kind == "rows"
+                else torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)  # noqa: B023
+            )
 
         opt = make(first)
         _train(net, opt, batches[:30], 1.0, lrs[:30])
@@ -161,8 +174,9 @@ def test_the_momentum_state_moves_between_torch_sgd_and_ours():
         rows.detach(net.words.embed.weight)
 
 
-@pytest.mark.parametrize("kwargs", [{"weight_decay": 1e-3}, {"nesterov": True}, {"dampening": 0.1},
-                                    {"row_tables": False}])
+@pytest.mark.parametrize(
+    "kwargs", [{"weight_decay": 1e-3}, {"nesterov": True}, {"dampening": 0.1}, {"row_tables": False}]
+)
 def test_other_updates_keep_the_dense_table(kwargs):
     """Weight decay, Nesterov, dampening or row_tables off: the table gets a dense gradient and torch's update."""
     net = Net()
@@ -178,9 +192,13 @@ def test_other_updates_keep_the_dense_table(kwargs):
 def test_make_optimizer_leaves_the_table_dense_for_weight_averaging_and_data_parallel_ranks():
     from seqlab.config import load_config
     from seqlab.training import make_optimizer
+
     cfg = load_config("configs/chunking-bilstm-crf.yaml", ["train.optimizer=sgd"]).train
-    for config, row_tables, expected in ((cfg, True, True), (cfg, False, False),
-                                         (cfg.model_copy(update={"ema_decay": 0.999}), True, False)):
+    for config, row_tables, expected in (
+        (cfg, True, True),
+        (cfg, False, False),
+        (cfg.model_copy(update={"ema_decay": 0.999}), True, False),
+    ):
         net = Net()
         make_optimizer(net.parameters(), config, row_tables)
         assert (rows.table(net.words.embed.weight) is not None) == expected

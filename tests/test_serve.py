@@ -13,13 +13,14 @@ from tests.conftest import tiny_config
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from seqlab.serve import create_app  # noqa: E402
+from seqlab.serving.app import create_app  # noqa: E402
 
 
 def test_predict_endpoint(tiny_corpus, tmp_path):
     raw = tiny_config(tiny_corpus).model_dump(mode="json")
     raw["train"]["max_epochs"] = 2
     from seqlab.config import config_from_dict
+
     train(config_from_dict(raw), tmp_path / "run", progress=False)
     tagger = Tagger.load(tmp_path / "run" / "model")
     client = TestClient(create_app(tagger))
@@ -34,30 +35,35 @@ def test_predict_endpoint(tiny_corpus, tmp_path):
 
 @pytest.fixture(scope="module")
 def client(shared_tiny_model):
-    from seqlab.serve import Limits
-    return TestClient(create_app(Tagger.load(shared_tiny_model[1]),
-                                 Limits(max_sentences=5, max_chars=300, max_body_bytes=4000)))
+    from seqlab.serving.app import Limits
+
+    return TestClient(
+        create_app(Tagger.load(shared_tiny_model[1]), Limits(max_sentences=5, max_chars=300, max_body_bytes=4000))
+    )
 
 
 BIG = "word " * 2000
 
 
-@pytest.mark.parametrize("body,status", [
-    (b'{"sentences": ["a b"', 422),  # not JSON
-    (b'[]', 422),
-    (b'{"sentences": []}', 422),
-    (b'{"sentences": [3]}', 422),
-    (b'{"sentences": [["ok", ""]]}', 422),  # an empty token
-    (b'{"sentences": ["a"], "nbest": NaN}', 422),
-    (b'{"sentences": ["a"], "nbest": 1e400}', 422),
-    (b'{"sentences": ["a"], "nbest": 0}', 422),
-    (b'{"sentences": ["a \\ud800 b"]}', 422),  # a lone surrogate
-    (b'{"sentences": ["a \\u0000 b"]}', 422),
-    (b'{"sentences": ["a"], "model": "/etc/passwd"}', 422),  # nothing reaches a path
-    (b'{"sentences": ["a", "b", "c", "d", "e", "f"]}', 413),  # one over the sentence cap
-    (('{"sentences": ["' + "x" * 301 + '"]}').encode(), 413),  # over the character cap
-    (('{"sentences": ["' + BIG + '"]}').encode(), 413),  # over the body cap
-])
+@pytest.mark.parametrize(
+    "body,status",
+    [
+        (b'{"sentences": ["a b"', 422),  # not JSON
+        (b"[]", 422),
+        (b'{"sentences": []}', 422),
+        (b'{"sentences": [3]}', 422),
+        (b'{"sentences": [["ok", ""]]}', 422),  # an empty token
+        (b'{"sentences": ["a"], "nbest": NaN}', 422),
+        (b'{"sentences": ["a"], "nbest": 1e400}', 422),
+        (b'{"sentences": ["a"], "nbest": 0}', 422),
+        (b'{"sentences": ["a \\ud800 b"]}', 422),  # a lone surrogate
+        (b'{"sentences": ["a \\u0000 b"]}', 422),
+        (b'{"sentences": ["a"], "model": "/etc/passwd"}', 422),  # nothing reaches a path
+        (b'{"sentences": ["a", "b", "c", "d", "e", "f"]}', 413),  # one over the sentence cap
+        (('{"sentences": ["' + "x" * 301 + '"]}').encode(), 413),  # over the character cap
+        (('{"sentences": ["' + BIG + '"]}').encode(), 413),  # over the body cap
+    ],
+)
 def test_bad_requests_get_4xx_json_without_echo(client, body, status):
     r = client.post("/predict", content=body, headers={"content-type": "application/json"})
     assert r.status_code == status, r.text
@@ -69,6 +75,7 @@ def test_chunked_body_over_the_limit(client):
     def chunks():
         for _ in range(100):
             yield b" " * 100
+
     r = client.post("/predict", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413
 
@@ -87,6 +94,7 @@ def test_confidence_and_limits_in_the_api(client):
 
 def test_concurrent_requests_share_network_calls(shared_tiny_model):
     import threading
+
     tagger = Tagger.load(shared_tiny_model[1])
     texts = [f"Stocks of company {i} rose {i} % on Monday ." for i in range(12)]
     expected = [p.tags for p in tagger.predict(texts)]
@@ -112,8 +120,8 @@ def test_concurrent_requests_share_network_calls(shared_tiny_model):
 def test_an_error_reaches_only_the_request_that_caused_it():
     import asyncio
 
-    from seqlab.batcher import MicroBatcher
     from seqlab.errors import SeqlabError
+    from seqlab.serving.batcher import MicroBatcher
 
     def run(sentences, options):
         if "bad" in sentences:
@@ -122,8 +130,14 @@ def test_an_error_reaches_only_the_request_that_caused_it():
 
     async def main():
         batcher = MicroBatcher(run, max_batch=10, max_wait=0.2)
-        return await asyncio.gather(batcher.submit(["a", "b"], 0), batcher.submit(["bad"], 0),
-                                    batcher.submit(["c"], 0), batcher.submit(["d"], 1), return_exceptions=True)
+        return await asyncio.gather(
+            batcher.submit(["a", "b"], 0),
+            batcher.submit(["bad"], 0),
+            batcher.submit(["c"], 0),
+            batcher.submit(["d"], 1),
+            return_exceptions=True,
+        )
+
     ok1, err, ok2, other = asyncio.run(main())
     assert ok1 == ["A", "B"] and ok2 == ["C"] and other == ["D"]
     assert isinstance(err, SeqlabError)
@@ -133,9 +147,14 @@ def _serve(model, *options: str, stderr, stdout=None):
     """``seqlab serve MODEL OPTIONS`` as a real process on a free loopback port: (process, base URL)."""
     import subprocess
     import sys
+
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "seqlab", "-q", "serve", str(model), "--port", str(port),
-                               *options], env=_env(), stdout=stdout or subprocess.DEVNULL, stderr=stderr)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "seqlab", "-q", "serve", str(model), "--port", str(port), *options],
+        env=_env(),
+        stdout=stdout or subprocess.DEVNULL,
+        stderr=stderr,
+    )
     return server, f"http://127.0.0.1:{port}"
 
 
@@ -143,6 +162,7 @@ def _wait_ready(base: str) -> None:
     """Until the server at ``base`` answers /health (at most about 30 s)."""
     import time
     import urllib.request
+
     for _ in range(300):
         try:
             urllib.request.urlopen(base + "/health", timeout=1).read()
@@ -153,25 +173,31 @@ def _wait_ready(base: str) -> None:
 
 def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
     import json
+    import os
     import signal
     import subprocess
+    import sys
     import threading
     import time
     import urllib.request
 
-    import os
-    import sys
     server, base = _serve(shared_tiny_model[1], stderr=subprocess.PIPE)
     try:
         _wait_ready(base)
         # the default --threads leaves one of the process's PyTorch threads to the event loop
-        default = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
-                                 capture_output=True, text=True, env=dict(os.environ), check=True).stdout
+        default = subprocess.run(
+            [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            check=True,
+        ).stdout
         info = json.loads(urllib.request.urlopen(base + "/info", timeout=10).read())
         assert info["batching"]["threads"] == max(1, int(default) - 1)
         assert info["engine"] == "auto"  # the default: onnxruntime for small batches where it is faster
-        body = json.dumps({"sentences": ["The dollar fell sharply against the yen on Monday ."] * 1000,
-                           "nbest": 5, "explain": True}).encode()
+        body = json.dumps(
+            {"sentences": ["The dollar fell sharply against the yen on Monday ."] * 1000, "nbest": 5, "explain": True}
+        ).encode()
         reply = {}
 
         def ask():
@@ -197,16 +223,21 @@ def test_access_log_is_on_by_default_and_off_with_its_flag(shared_tiny_model):
     import subprocess
     import urllib.error
     import urllib.request
+
     logs = {}
     for options in (("--max-sentences", "1"), ("--no-access-log",)):
         server, base = _serve(shared_tiny_model[1], *options, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
             _wait_ready(base)
-            req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose ."]}',
-                                         {"content-type": "application/json"})
+            req = urllib.request.Request(
+                base + "/predict", b'{"sentences": ["Stocks rose ."]}', {"content-type": "application/json"}
+            )
             assert urllib.request.urlopen(req, timeout=60).status == 200
-            req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose .", "Bonds fell ."]}',
-                                         {"content-type": "application/json"})
+            req = urllib.request.Request(
+                base + "/predict",
+                b'{"sentences": ["Stocks rose .", "Bonds fell ."]}',
+                {"content-type": "application/json"},
+            )
             expected = 413 if "--max-sentences" in options else 200
             try:
                 assert urllib.request.urlopen(req, timeout=60).status == expected
@@ -226,6 +257,7 @@ def test_access_log_is_on_by_default_and_off_with_its_flag(shared_tiny_model):
 def _descendants(pid: int) -> dict[int, str]:
     """{pid: command line} of every process below ``pid`` (from /proc)."""
     from pathlib import Path
+
     parents = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -246,6 +278,7 @@ def _descendants(pid: int) -> dict[int, str]:
 
 def _running(pid: int) -> bool:
     from pathlib import Path
+
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
@@ -297,7 +330,8 @@ def test_workers_share_the_port_and_sigterm_stops_them_all(shared_tiny_model, tm
 
 
 def test_app_from_env_builds_a_worker_app_or_stops_the_supervisor(shared_tiny_model, monkeypatch, tmp_path):
-    from seqlab.serve import Limits, app_from_env
+    from seqlab.serving.app import Limits, app_from_env
+
     monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(shared_tiny_model[1]))
     monkeypatch.setenv("SEQLAB_SERVE_MAX_BATCH", "7")
     monkeypatch.setenv("SEQLAB_SERVE_MAX_WAIT_MS", "2.5")
@@ -326,11 +360,14 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
     supervisor stops, and ``seqlab serve --workers 2`` exits with status 2 and says so, instead of 0."""
     import subprocess
     import sys
+
     port = _free_port()
-    script = ("import sys, seqlab.serve as s, seqlab.cli as cli\n"
-              "s.Tagger.load = lambda *a, **k: None  # the parent's check only; workers are fresh processes\n"
-              f"sys.exit(cli.main(['-q', 'serve', {str(tmp_path / 'nomodel')!r}, '--port', '{port}', "
-              "'--workers', '2']))\n")
+    script = (
+        "import sys, seqlab.serving.serve as s, seqlab.cli as cli\n"
+        "s.Tagger.load = lambda *a, **k: None  # the parent's check only; workers are fresh processes\n"
+        f"sys.exit(cli.main(['-q', 'serve', {str(tmp_path / 'nomodel')!r}, '--port', '{port}', "
+        "'--workers', '2']))\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-800:]
     assert "a worker process failed to start" in done.stderr
@@ -340,6 +377,7 @@ def _wait_while(server, log: Path, pending, seconds: float = 90, poll: float = 0
     """Wait while ``pending()`` holds, asserting that the service is still up and the wait under ``seconds``
     (the log's tail is the failure message)."""
     import time
+
     deadline = time.monotonic() + seconds
     while pending():
         assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
@@ -350,6 +388,7 @@ def _end(server, *stopped: int | None) -> None:
     """Cleanup after a test: kill the service if it still runs, and each stopped worker left over."""
     import os
     import signal
+
     if server.poll() is None:
         server.kill()
     for pid in stopped:
@@ -370,6 +409,7 @@ def _pids_of_persistent_connections(base: str, n: int) -> list[int]:
     import http.client
     import json
     from urllib.parse import urlsplit
+
     url = urlsplit(base)
     conns = [http.client.HTTPConnection(url.hostname, url.port, timeout=30) for _ in range(n)]
     for conn in conns:
@@ -384,8 +424,9 @@ def _pids_of_persistent_connections(base: str, n: int) -> list[int]:
     return pids[::2]
 
 
-@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"),
-                    reason="SO_REUSEPORT spreads connections on Linux")
+@pytest.mark.skipif(
+    not __import__("sys").platform.startswith("linux"), reason="SO_REUSEPORT spreads connections on Linux"
+)
 def test_workers_share_persistent_connections_and_a_dead_worker_is_replaced(shared_tiny_model, tmp_path):
     """Keep-alive connections opened at once are spread over both workers (each listens on its own
     SO_REUSEPORT socket: with one shared socket, one worker could take them all), and a worker killed
@@ -395,8 +436,10 @@ def test_workers_share_persistent_connections_and_a_dead_worker_is_replaced(shar
     import signal
     import time
     import urllib.request
-    server, base = _start_workers(shared_tiny_model[1], tmp_path / "serve.log", "--no-access-log",
-                                  "--max-chars", "12345")
+
+    server, base = _start_workers(
+        shared_tiny_model[1], tmp_path / "serve.log", "--no-access-log", "--max-chars", "12345"
+    )
     try:
         limits = json.loads(urllib.request.urlopen(base + "/info", timeout=10).read())["limits"]
         assert limits["max_chars"] == 12345  # the command line's limits reach the workers
@@ -425,15 +468,18 @@ def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model, workers)
     import socket
     import subprocess
     import sys
+
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        script = ("import sys, seqlab.serve as s, seqlab.cli as cli\n"
-                  "def load(*a, **k): raise AssertionError('the model was loaded before the port was checked')\n"
-                  "s.Tagger.load = load\n"
-                  f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
-                  f"'--workers', '{workers}']))\n")
+        script = (
+            "import sys, seqlab.serving.serve as s, seqlab.cli as cli\n"
+            "def load(*a, **k): raise AssertionError('the model was loaded before the port was checked')\n"
+            "s.Tagger.load = load\n"
+            f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
+            f"'--workers', '{workers}']))\n"
+        )
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=_env())
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip() == f"error: serve: cannot listen on 127.0.0.1:{port}: Address already in use"
@@ -447,21 +493,27 @@ def test_a_body_far_over_the_limit_gets_413_not_a_reset(shared_tiny_model):
     import subprocess
 
     import httpx
-    server, base = _serve(shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log",
-                          stderr=subprocess.DEVNULL)
+
+    server, base = _serve(
+        shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log", stderr=subprocess.DEVNULL
+    )
     try:
         _wait_ready(base)
         port = int(base.rsplit(":", 1)[1])
         for size in (5_000, 4_000_000, 10_000_000):
             body = b'{"sentences": ["' + b"x" * size + b'"]}'
             for close in (False, True):
-                r = httpx.post(base + "/predict", content=body, timeout=30,
-                               headers={"content-type": "application/json",
-                                        **({"connection": "close"} if close else {})})
+                r = httpx.post(
+                    base + "/predict",
+                    content=body,
+                    timeout=30,
+                    headers={"content-type": "application/json", **({"connection": "close"} if close else {})},
+                )
                 assert r.status_code == 413 and r.json() == {"error": "request body over 4000 bytes"}, (size, close)
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # urllib's: sends all, then reads
-            conn.request("POST", "/predict", body=body, headers={"content-type": "application/json",
-                                                                 "connection": "close"})
+            conn.request(
+                "POST", "/predict", body=body, headers={"content-type": "application/json", "connection": "close"}
+            )
             answer = conn.getresponse()
             assert answer.status == 413 and b"request body over 4000 bytes" in answer.read(), size
             conn.close()
@@ -475,14 +527,18 @@ def test_a_body_far_over_the_limit_gets_413_not_a_reset(shared_tiny_model):
 def test_a_client_waiting_for_100_continue_gets_413_without_sending_its_body(shared_tiny_model):
     import socket
     import subprocess
-    server, base = _serve(shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log",
-                          stderr=subprocess.DEVNULL)
+
+    server, base = _serve(
+        shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log", stderr=subprocess.DEVNULL
+    )
     try:
         _wait_ready(base)
         port = int(base.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-            sock.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: 1000000000\r\nExpect: 100-continue\r\n\r\n")
+            sock.sendall(
+                b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 1000000000\r\nExpect: 100-continue\r\n\r\n"
+            )
             head = sock.recv(4096)
         assert head.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in head, head[:200]
     finally:
@@ -496,11 +552,14 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
     import subprocess
     import sys
     import urllib.request
+
     port = _free_port()
-    script = ("import sys, seqlab.supervisor as s, seqlab.cli as cli\n"
-              "s.REUSE_PORT = False\n"
-              f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
-              "'--workers', '2']))\n")
+    script = (
+        "import sys, seqlab.serving.supervisor as s, seqlab.cli as cli\n"
+        "s.REUSE_PORT = False\n"
+        f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
+        "'--workers', '2']))\n"
+    )
     log = tmp_path / "serve.log"
     with log.open("wb") as err:
         server = subprocess.Popen([sys.executable, "-c", script], env=_env(), stderr=err)
@@ -515,7 +574,8 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
 
 
 def test_back_off_doubles_for_quick_ends_up_to_its_cap_and_resets_after_a_stable_run():
-    from seqlab.backoff import Backoff
+    from seqlab.serving.backoff import Backoff
+
     policy = Backoff(first_s=0.5, cap_s=30, stable_s=30)
     assert [policy.delay(1.0) for _ in range(9)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
     assert policy.delay(30.0) == 0  # a worker that ran stable_s: replaced at once, and the count starts again
@@ -532,7 +592,7 @@ def test_heartbeats_come_from_the_event_loop_once_the_app_has_started():
     import time
     from types import SimpleNamespace
 
-    from seqlab.heartbeat import Heartbeat, Pulse, interval_for
+    from seqlab.serving.heartbeat import Heartbeat, Pulse, interval_for
 
     seen = []
 
@@ -561,7 +621,7 @@ def test_heartbeats_come_from_the_event_loop_once_the_app_has_started():
         await inbox.put({"type": "lifespan.startup"})
         await asyncio.sleep(0.1)
         counts.append(counter.value)
-        time.sleep(0.1)  # noqa: ASYNC251 - the loop is blocked: no beat meanwhile
+        time.sleep(0.1)
         counts.append(counter.value)
         await inbox.put({"type": "lifespan.shutdown"})
         await lifespan
@@ -584,13 +644,21 @@ def test_heartbeats_come_from_the_event_loop_once_the_app_has_started():
     assert pulse.silent_s(now=105.0) == 0
 
 
-@pytest.mark.parametrize("flag,value,needle", [
-    ("--worker-timeout", "-1", "0..3600"), ("--worker-timeout", "ten", "0..3600"),
-    ("--worker-timeout", "3601", "0..3600"), ("--worker-timeout", "1.5", "0..3600"),
-    ("--worker-start-timeout", "-5", "0..86400"), ("--worker-start-timeout", "86401", "0..86400"),
-    ("--worker-start-timeout", "soon", "0..86400")])
+@pytest.mark.parametrize(
+    "flag,value,needle",
+    [
+        ("--worker-timeout", "-1", "0..3600"),
+        ("--worker-timeout", "ten", "0..3600"),
+        ("--worker-timeout", "3601", "0..3600"),
+        ("--worker-timeout", "1.5", "0..3600"),
+        ("--worker-start-timeout", "-5", "0..86400"),
+        ("--worker-start-timeout", "86401", "0..86400"),
+        ("--worker-start-timeout", "soon", "0..86400"),
+    ],
+)
 def test_a_bad_worker_timeout_is_one_line_and_exit_2(flag, value, needle, capsys):
     from seqlab.cli import main
+
     with pytest.raises(SystemExit) as stop:
         main(["-q", "serve", "m", "--workers", "2", flag, value])
     assert stop.value.code == 2
@@ -604,8 +672,9 @@ def test_the_watchdog_judges_a_starting_worker_by_its_start_timeout_then_by_hear
     timeout_s of silence; a worker that has ended is not judged at all."""
     from types import SimpleNamespace
 
-    from seqlab.heartbeat import Pulse
-    from seqlab.supervisor import Watchdog, _Slot
+    from seqlab.serving.heartbeat import Pulse
+    from seqlab.serving.supervisor import Watchdog, _Slot
+
     counter = SimpleNamespace(value=0)
     slot = _Slot(process=SimpleNamespace(exitcode=None), pulse=Pulse(counter), started_at=100.0)
     watchdog = Watchdog(timeout_s=2, start_timeout_s=5)
@@ -627,6 +696,7 @@ def test_a_worker_stuck_while_starting_is_killed_after_the_start_timeout(shared_
     import os
     import signal
     import urllib.request
+
     log = tmp_path / "serve.log"
     server, base = _start_workers(shared_tiny_model[1], log, "--no-access-log", "--worker-start-timeout", "15")
     stuck = None
@@ -638,8 +708,11 @@ def test_a_worker_stuck_while_starting_is_killed_after_the_start_timeout(shared_
         stuck = min(_worker_pids(server) - known)
         os.kill(stuck, signal.SIGSTOP)
         line = f"Worker process [{stuck}] did not finish starting in 15 s (--worker-start-timeout); killed it"
-        _wait_while(server, log, lambda: line not in log.read_text()
-                    or log.read_text().count("Application startup complete") < 3)
+        _wait_while(
+            server,
+            log,
+            lambda: line not in log.read_text() or log.read_text().count("Application startup complete") < 3,
+        )
         assert not _running(stuck) and len(_worker_pids(server)) == 2
         assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
         server.send_signal(signal.SIGTERM)
@@ -663,6 +736,7 @@ def test_a_hung_worker_is_killed_and_replaced(shared_tiny_model, tmp_path):
     import os
     import signal
     import urllib.request
+
     log = tmp_path / "serve.log"
     server, base = _start_workers(shared_tiny_model[1], log, "--no-access-log", "--worker-timeout", "2")
     victim = None
@@ -670,12 +744,12 @@ def test_a_hung_worker_is_killed_and_replaced(shared_tiny_model, tmp_path):
         assert len(_worker_pids(server)) == 2
         victim = min(_worker_pids(server))
         os.kill(victim, signal.SIGSTOP)
-        _wait_while(server, log, lambda: _running(victim)
-                    or log.read_text().count("Application startup complete") < 3)
+        _wait_while(server, log, lambda: _running(victim) or log.read_text().count("Application startup complete") < 3)
         assert f"Worker process [{victim}] sent no heartbeat for 2 s (--worker-timeout); killed it" in log.read_text()
         assert urllib.request.urlopen(base + "/health", timeout=10).read() == b'{"status":"ok"}'
-        req = urllib.request.Request(base + "/predict", b'{"sentences": ["Stocks rose ."]}',
-                                     {"content-type": "application/json"})
+        req = urllib.request.Request(
+            base + "/predict", b'{"sentences": ["Stocks rose ."]}', {"content-type": "application/json"}
+        )
         assert len(json.loads(urllib.request.urlopen(req, timeout=60).read())["predictions"]) == 1
         pids = set(_pids_of_persistent_connections(base, 24))
         assert len(pids) == 2 and victim not in pids and pids == _worker_pids(server)
@@ -696,6 +770,7 @@ def test_a_worker_that_keeps_dying_is_restarted_with_growing_delays(shared_tiny_
     double (0.5, 1, 2 s), and a SIGTERM during a wait stops the service, with status 0."""
     import os
     import signal
+
     log = tmp_path / "serve.log"
     server, _ = _start_workers(shared_tiny_model[1], log, "--no-access-log")
     try:
@@ -720,6 +795,7 @@ def test_a_worker_that_keeps_dying_is_restarted_with_growing_delays(shared_tiny_
 
 def _free_port() -> int:
     import socket
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -728,6 +804,7 @@ def _free_port() -> int:
 def _env() -> dict:
     import os
     from pathlib import Path
+
     return dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
 
 
@@ -736,18 +813,34 @@ def test_a_device_that_is_not_there_is_one_line_before_serving(shared_tiny_model
     import torch
 
     from seqlab.cli import main
+
     devices = ["tpu"] + ([] if torch.cuda.is_available() else ["cuda"])
     for device in devices:
-        code = main(["-q", "serve", str(shared_tiny_model[1]), "--port", str(_free_port()), "--workers", workers,
-                     "--device", device])
+        code = main(
+            [
+                "-q",
+                "serve",
+                str(shared_tiny_model[1]),
+                "--port",
+                str(_free_port()),
+                "--workers",
+                workers,
+                "--device",
+                device,
+            ]
+        )
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1, err
-        assert err[0] == ("error: device: expected auto, cpu or cuda, got 'tpu'" if device == "tpu" else
-                          "error: device 'cuda' was asked for, but this PyTorch sees no CUDA GPU")
+        assert err[0] == (
+            "error: device: expected auto, cpu or cuda, got 'tpu'"
+            if device == "tpu"
+            else "error: device 'cuda' was asked for, but this PyTorch sees no CUDA GPU"
+        )
 
 
 def test_a_worker_app_runs_on_the_device_it_is_given(shared_tiny_model, monkeypatch):
-    from seqlab.serve import app_from_env
+    from seqlab.serving.app import app_from_env
+
     monkeypatch.setenv("SEQLAB_SERVE_MODEL", str(shared_tiny_model[1]))
     monkeypatch.setenv("SEQLAB_SERVE_DEVICE", "cpu")
     assert TestClient(app_from_env()).get("/info").json()["device"] == "cpu"

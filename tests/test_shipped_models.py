@@ -39,6 +39,7 @@ def test_a_named_model_loads_by_name_and_tags_its_language(name):
 
 def test_models_lists_every_shipped_model(capsys):
     from seqlab.cli import main
+
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     for name in SHIPPED:

@@ -1,4 +1,4 @@
-"""The spaCy component (seqlab.spacy_component): found through the spacy_factories entry point on
+"""The spaCy component (seqlab.integrations.spacy): found through the spacy_factories entry point on
 spacy.blank("en") (no spaCy model download), sets doc.ents / doc.spans / token tags from a seqlab model with
 confidences, aligned to spaCy's tokens, batched through nlp.pipe."""
 
@@ -14,9 +14,11 @@ import pytest
 
 spacy = pytest.importorskip("spacy", reason="spaCy is not installed (pip install 'seqlab[spacy]')")
 
-TEXTS = ["He reckons the current account deficit will narrow to only 1.8 billion in September .",
-         "Confidence in the pound is widely expected to take another sharp dive .",
-         "  The  pound\nfell .  "]
+TEXTS = [
+    "He reckons the current account deficit will narrow to only 1.8 billion in September .",
+    "Confidence in the pound is widely expected to take another sharp dive .",
+    "  The  pound\nfell .  ",
+]
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +34,11 @@ def ner_model(shared_tiny_model, tmp_path_factory) -> Path:
 
 def test_registered_by_entry_point():
     from importlib.metadata import entry_points
+
+    from seqlab.integrations.spacy import make_component
+
     (point,) = [p for p in entry_points(group="spacy_factories") if p.name == "seqlab"]
-    assert point.value == "seqlab.spacy_component:make_component"
+    assert point.load() is make_component  # seqlab.integrations.spacy's, or an install's older path to it
     code = "import spacy; print(spacy.blank('en').has_factory('seqlab'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True"]  # found without an import of seqlab
@@ -41,6 +46,7 @@ def test_registered_by_entry_point():
 
 def test_entities_with_confidences(ner_model):
     from seqlab.tagger import Tagger
+
     nlp = spacy.blank("en")
     nlp.add_pipe("seqlab", config={"model": str(ner_model)})
     doc = nlp(TEXTS[0])
@@ -81,6 +87,7 @@ def test_pipe_batches_like_single_calls(ner_model):
 
 def test_named_model_and_errors(ner_model, tmp_path, monkeypatch):
     from seqlab.errors import SeqlabError
+
     (tmp_path / "zoo").mkdir()
     shutil.copytree(ner_model, tmp_path / "zoo" / "tiny-ner")
     monkeypatch.setenv("SEQLAB_MODELS", str(tmp_path / "zoo"))
@@ -118,9 +125,17 @@ def test_character_models_get_characters_and_spans_widen_to_spacy_tokens(ner_mod
 def test_pos_models_set_token_tags(tmp_path_factory):
     from seqlab.errors import SeqlabError
     from tests.conftest import tiny_config, train_tiny
-    _, run, _ = train_tiny(tmp_path_factory, "pos", lambda p: tiny_config(
-        p, task="pos", data={"train": str(p), "dev": str(p), "test": str(p), "label_column": 1, "scheme": "none"},
-        train={**tiny_config(p).train.model_dump(), "max_epochs": 3}))
+
+    _, run, _ = train_tiny(
+        tmp_path_factory,
+        "pos",
+        lambda p: tiny_config(
+            p,
+            task="pos",
+            data={"train": str(p), "dev": str(p), "test": str(p), "label_column": 1, "scheme": "none"},
+            train={**tiny_config(p).train.model_dump(), "max_epochs": 3},
+        ),
+    )
     nlp = spacy.blank("en")
     nlp.add_pipe("seqlab", config={"model": str(run / "model")})
     doc = nlp("The pound fell  sharply .")

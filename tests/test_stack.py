@@ -14,17 +14,17 @@ from torch import Tensor, nn
 
 from seqlab import Tagger
 from seqlab.config import config_from_dict
-from seqlab.context import Context
 from seqlab.data.batching import make_batches
 from seqlab.data.readers import read_conll
 from seqlab.decoders import DECODERS, Decoded, Decoder, DecoderConfig, NoExactNBest, TagSet
 from seqlab.encoders import ENCODERS, Encoder, EncoderConfig
 from seqlab.errors import SeqlabError
 from seqlab.features import FEATURES, FeatureConfig, FeatureModule, Featurizer
+from seqlab.nn.context import Context
 from tests.conftest import tiny_config, train_tiny
 
-
 # ----- a toy featurizer: the token's length, bucketed; it reports a length of its own -----------------
+
 
 @FEATURES.register
 class ToyLengthConfig(FeatureConfig):
@@ -35,7 +35,7 @@ class ToyLengthConfig(FeatureConfig):
     def output_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "ToyLengthFeaturizer":
+    def build(self, name: str) -> ToyLengthFeaturizer:
         return ToyLengthFeaturizer(name, self)
 
 
@@ -77,6 +77,7 @@ class ToyLengthFeaturizer(Featurizer):
 
 # ----- a toy encoder: a projection, the sentence mean published and appended as named columns -------
 
+
 @ENCODERS.register
 class ToyMeanConfig(EncoderConfig):
     type: Literal["toy_mean"] = "toy_mean"
@@ -88,7 +89,7 @@ class ToyMeanConfig(EncoderConfig):
     def published_sizes(self, input_dim: int) -> dict[str, int]:
         return {"sentence_mean": self.size}
 
-    def build(self, input_dim: int) -> "ToyMeanEncoder":
+    def build(self, input_dim: int) -> ToyMeanEncoder:
         return ToyMeanEncoder(input_dim, self.size)
 
 
@@ -108,11 +109,12 @@ class ToyMeanEncoder(Encoder):
 
 # ----- a toy decoder: softmax over [features; the published mean] -----------------------------------
 
+
 @DECODERS.register
 class ToyDecoderConfig(DecoderConfig):
     type: Literal["toy_softmax"] = "toy_softmax"
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "ToyDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> ToyDecoder:
         return ToyDecoder(input_dim, len(tags))
 
 
@@ -170,8 +172,9 @@ def test_toy_batches_budget_by_the_featurizer_length(toy_run):
     tagger = Tagger.load(run / "model")
     encoded = tagger.encode(read_conll(path, label_column=2), with_tags=True)
     assert all(e.sizes["toy"] == 2 * e.length for e in encoded)
-    batches = make_batches(encoded, tagger.featurizers, batch_tokens=120, shuffle=True, rng=random.Random(0),
-                           length="toy")
+    batches = make_batches(
+        encoded, tagger.featurizers, batch_tokens=120, shuffle=True, rng=random.Random(0), length="toy"
+    )
     assert sorted(i for b in batches for i in b.index) == list(range(len(encoded)))
     for b in batches:
         assert len(b.index) == 1 or len(b.index) * 2 * b.mask.shape[1] <= 120

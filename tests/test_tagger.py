@@ -73,7 +73,8 @@ def test_features_padding_invariant(trained):
     tagger = Tagger.load(run / "model")
     from seqlab.data.batching import collate
     from seqlab.data.sentence import Sentence
-    short = Sentence("He sold it .".split())
+
+    short = Sentence(["He", "sold", "it", "."])
     long = Sentence(("Extraordinarily " * 30 + "uncharacteristically long sentence .").split())
     enc = tagger.encode([short, long], with_tags=False)
     tagger.net.eval()
@@ -108,6 +109,7 @@ def test_softmax_decoder_overfits(tiny_corpus, tmp_path):
     raw = tiny_config(tiny_corpus).model_dump(mode="json")
     raw["model"]["decoder"] = {"type": "softmax"}
     from seqlab.config import config_from_dict
+
     config = config_from_dict(raw)
     result = train(config, tmp_path / "run", progress=False)
     assert result.dev["f1"] > 97.0
@@ -119,24 +121,28 @@ def test_char_lstm_and_pos_accuracy(tiny_corpus, tmp_path):
     raw["data"].update(label_column=1, scheme="none", train_scheme="same")
     raw["model"]["embedder"]["features"]["char"]["encoder"] = "lstm"
     from seqlab.config import config_from_dict
+
     result = train(config_from_dict(raw), tmp_path / "run", progress=False)
     assert result.dev["accuracy"] > 98.0
     # plain labels report token accuracy only: no chunk counts, no F1 key
     assert "f1" not in result.dev and "f1" not in json.loads((tmp_path / "run" / "results.json").read_text())["test"]
-    from seqlab.metrics import format_report
+    from seqlab.evaluation.metrics import format_report
     from seqlab.training import evaluate
+
     report = format_report(evaluate(tmp_path / "run" / "model", tiny_corpus))
     assert report.startswith("processed ") and "accuracy:" in report and "FB1" not in report and "phrases" not in report
 
 
 def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
     from seqlab.config import config_from_dict
+
     raw = tiny_config(tiny_corpus).model_dump(mode="json")
     raw["model"]["embedder"]["features"]["word"]["freeze"] = True
     raw["train"]["max_epochs"] = 2
     config = config_from_dict(raw)
     from seqlab.data.readers import read_conll as rc
     from seqlab.training import seed_everything
+
     seed_everything(config.train.seed)
     before = Tagger.build(config, rc(tiny_corpus, label_column=2), "BIO").net.embedder.word.embed.weight.clone()
     train(config, tmp_path / "run", progress=False)
@@ -145,7 +151,8 @@ def test_frozen_word_embeddings_stay_fixed(tiny_corpus, tmp_path):
 
 
 def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypatch):
-    from seqlab.model import TaggerNet
+    from seqlab.tagging.network import TaggerNet
+
     _, run, _ = trained
     tagger = Tagger.load(run / "model")
     calls = {"forward": 0, "encode": 0}
@@ -154,6 +161,7 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
     def counting_forward(self, *args, **kwargs):
         calls["forward"] += 1
         return forward(self, *args, **kwargs)
+
     monkeypatch.setattr(TaggerNet, "forward", counting_forward)
     word = tagger.featurizers["word"]
     encode, collate_sentences, collate_types = word.encode, word.collate_sentences, word.collate_types
@@ -165,9 +173,11 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
     def counting_collate(sentences, seq_len):  # a batch encoded at once
         calls["encode"] += len(sentences)
         return collate_sentences(sentences, seq_len)
+
     def counting_types(typed, seq_len):  # a batch collated from its tokens' type ids
         calls["encode"] += len(typed.sentences)
         return collate_types(typed, seq_len)
+
     monkeypatch.setattr(word, "encode", counting_encode)
     monkeypatch.setattr(word, "collate_sentences", counting_collate)
     monkeypatch.setattr(word, "collate_types", counting_types)
@@ -176,6 +186,7 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
     assert pred[0].nbest[0].tags == pred[0].tags and pred[0].explanation == []  # no attention layer
     calls.update(forward=0, encode=0)
     from seqlab.data.readers import read_conll as rc
+
     sentences = rc(run.parent / "tiny.txt", label_column=2)
     tagger.pad_overhead = None  # one batch of them all, not cut where padding is large
     tagger.evaluate(sentences, batch_size=1000)
@@ -185,7 +196,8 @@ def test_predict_with_nbest_and_explain_runs_the_network_once(trained, monkeypat
 def test_small_cpu_batches_run_on_one_thread_and_the_setting_is_restored():
     import torch
 
-    from seqlab.devices import SMALL_BATCH, threads_for
+    from seqlab.runtime.devices import SMALL_BATCH, threads_for
+
     before = torch.get_num_threads()
     cpu = torch.device("cpu")
     try:
@@ -196,7 +208,7 @@ def test_small_cpu_batches_run_on_one_thread_and_the_setting_is_restored():
         with threads_for(SMALL_BATCH + 1, cpu):
             assert torch.get_num_threads() == 2
         with pytest.raises(ZeroDivisionError), threads_for(1, cpu):
-            1 / 0
+            1 / 0  # noqa: B018
         assert torch.get_num_threads() == 2  # restored on an error too
     finally:
         torch.set_num_threads(before)
@@ -207,17 +219,21 @@ def test_batches_side_by_side_on_two_threads_predict_what_one_thread_does(traine
     tags, n-best lists and confidences are those of the same batches one after another on one thread."""
     import threading
 
-    from seqlab.devices import SMALL_BATCH
+    from seqlab.runtime.devices import SMALL_BATCH
+
     path, run, _ = trained
     tagger = Tagger.load(run / "model")
     sentences = read_conll(path, label_column=None)
-    ran_on = []
-    tag_batch = Tagger._tag_batch
+    from seqlab.tagging import inference
 
-    def spy(self, batch, *args):
+    ran_on = []
+    tag_batch = inference.tag_batch
+
+    def spy(tagger, batch, *args):
         ran_on.append((threading.current_thread().name, len(batch.index), torch.get_num_threads()))
-        return tag_batch(self, batch, *args)
-    monkeypatch.setattr(Tagger, "_tag_batch", spy)
+        return tag_batch(tagger, batch, *args)
+
+    monkeypatch.setattr(inference, "tag_batch", spy)
     together = assert_same_on_two_threads(tagger, sentences, nbest=2, confidence=True)  # asserts the count restored
     alone, side_by_side = ran_on[:5], ran_on[5:]  # the helper tags on one thread first, then on two
     assert {name for name, _, _ in alone} == {threading.current_thread().name}

@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from seqlab.averaging import WeightAverage
 from seqlab.config import TrainConfig, config_from_dict
 from seqlab.tagger import Tagger
 from seqlab.training import learning_rate, train, train_seeds
+from seqlab.training.averaging import WeightAverage
 from tests.conftest import tiny_config
 
 
@@ -23,8 +23,9 @@ def test_learning_rate_schedule():
 
 def test_step_halving_schedule_follows_gcdt_code():
     """GCDT's code: lr_0 for 1000 steps, then lr_0 * min(1, 2 ** ((1000 - step) / 3000)), at least 5e-6."""
-    cfg = TrainConfig(optimizer="adam", lr=8e-4, lr_schedule="step_halving", lr_hold_steps=1000,
-                      lr_half_life_steps=3000, lr_min=5e-6)
+    cfg = TrainConfig(
+        optimizer="adam", lr=8e-4, lr_schedule="step_halving", lr_hold_steps=1000, lr_half_life_steps=3000, lr_min=5e-6
+    )
     for done in (0, 999, 1000, 2500, 4000, 7000, 13000, 40000):
         expected = max(8e-4 * min(1.0, 2 ** ((1000 - done) / 3000)), 5e-6)
         assert learning_rate(cfg, 3, 0, 50, done) == pytest.approx(expected, rel=1e-12)
@@ -35,8 +36,14 @@ def test_step_halving_schedule_follows_gcdt_code():
 
 def test_step_schedule_resumes_at_the_same_step(tiny_corpus, tmp_path):
     """The run's step count is checkpointed: a resumed step_halving run sets the same rates as one in one go."""
-    over = dict(optimizer="adam", lr=0.01, lr_schedule="step_halving", lr_hold_steps=2, lr_half_life_steps=3,
-                lr_decay=TrainConfig.model_fields["lr_decay"].default)  # the tiny config's own decay: refused
+    over = dict(
+        optimizer="adam",
+        lr=0.01,
+        lr_schedule="step_halving",
+        lr_hold_steps=2,
+        lr_half_life_steps=3,
+        lr_decay=TrainConfig.model_fields["lr_decay"].default,
+    )  # the tiny config's own decay: refused
     train(_short(tiny_corpus, 4, **over), tmp_path / "full", progress=False)
     train(_short(tiny_corpus, 2, **over), tmp_path / "part", progress=False)
     train(_short(tiny_corpus, 4, **over), tmp_path / "part", resume=True, progress=False)
@@ -79,8 +86,7 @@ def test_resume_continues_to_the_same_result(tiny_corpus, tmp_path):
     """4 epochs in one go == 2 epochs, 'killed', then --resume to 4 (SGD with momentum state)."""
     full = train(_short(tiny_corpus, 4, optimizer="sgd", lr=0.05), tmp_path / "full", progress=False)
     train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), tmp_path / "part", progress=False)
-    resumed = train(_short(tiny_corpus, 4, optimizer="sgd", lr=0.05), tmp_path / "part", resume=True,
-                    progress=False)
+    resumed = train(_short(tiny_corpus, 4, optimizer="sgd", lr=0.05), tmp_path / "part", resume=True, progress=False)
     lf = [json.loads(x)["loss"] for x in (tmp_path / "full" / "log.jsonl").read_text().splitlines()]
     lr = [json.loads(x)["loss"] for x in (tmp_path / "part" / "log.jsonl").read_text().splitlines()]
     assert len(lr) == 4
@@ -106,6 +112,7 @@ def test_logged_dev_scores_match_the_saved_model(tiny_corpus, tmp_path):
     re-scoring the saved best model on dev gives exactly the logged number."""
     from seqlab import Tagger
     from seqlab.data.readers import read_conll
+
     train(_short(tiny_corpus, 3, lr=0.003), tmp_path / "run", progress=False)
     log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     best = max(log, key=lambda r: r["dev"]["f1"])
@@ -116,6 +123,7 @@ def test_logged_dev_scores_match_the_saved_model(tiny_corpus, tmp_path):
 
 def test_demo_command_runs(tmp_path, capsys):
     from seqlab.cli import main
+
     assert main(["-q", "demo", "--out", str(tmp_path / "demo"), "--max-epochs", "1"]) == 0
     out = capsys.readouterr().out
     assert "FB1" in out and "chunks:" in out
@@ -130,7 +138,7 @@ def test_weight_average_scores_and_saves_the_averaged_weights(tiny_corpus, tmp_p
     raw = load_file(str(tmp_path / "avg" / "checkpoint" / "model.safetensors"))  # last raw weights
     saved = load_file(str(tmp_path / "avg" / "model" / "model.safetensors"))  # best model
     trainer = load_file(str(tmp_path / "avg" / "checkpoint" / "trainer.safetensors"))
-    averaged = {k[len("extra.module."):]: v for k, v in trainer.items() if k.startswith("extra.module.")}
+    averaged = {k[len("extra.module.") :]: v for k, v in trainer.items() if k.startswith("extra.module.")}
     assert trainer["extra.n_averaged"].item() > 1
     assert any(not torch.equal(raw[k], averaged[k]) for k in raw), "the average never moved from the raw weights"
     assert all(torch.equal(saved[k], averaged[k]) for k in saved), "the saved model is not the average"
@@ -169,6 +177,7 @@ def test_resume_refuses_what_it_cannot_continue(tiny_corpus, tmp_path):
 
     from seqlab.config import config_from_dict
     from seqlab.errors import SeqlabError
+
     run_dir = tmp_path / "run"
     train(_short(tiny_corpus, 1, optimizer="sgd", lr=0.05), run_dir, progress=False)
     log_before = (run_dir / "log.jsonl").read_text()
@@ -189,6 +198,7 @@ def test_resume_refuses_what_it_cannot_continue(tiny_corpus, tmp_path):
         train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), run_dir, resume=True, progress=False)
     shutil.copy(backup / "trainer.json", ckpt / "trainer.json")
     from safetensors.torch import load_file, save_file
+
     for key, bad in (("rng.cuda", torch.zeros(3)), ("rng.torch", torch.zeros(2, 2, dtype=torch.uint8))):
         tensors = load_file(str(backup / "trainer.safetensors"))
         save_file({**tensors, key: bad}, str(ckpt / "trainer.safetensors"))
@@ -207,9 +217,11 @@ def test_kill_in_the_folder_swap_or_after_the_log_append_resumes_bit_identical(t
     """Simulated kills: (a) between the two renames of the checkpoint swap, (b) after an epoch's log line
     but before its checkpoint. Both resume to the same model as an uninterrupted run, with an intact log."""
     import os
+
     from safetensors.torch import load_file
 
-    import seqlab.io as sio
+    import seqlab.io.files as sio
+
     # deterministic: on a GPU the embedding backward adds with atomics in a varying order otherwise
     cfg2, cfg3, cfg4 = (_short(tiny_corpus, n, optimizer="sgd", lr=0.05, deterministic=True) for n in (2, 3, 4))
     train(cfg4, tmp_path / "full", progress=False)
@@ -227,6 +239,7 @@ def test_kill_in_the_folder_swap_or_after_the_log_append_resumes_bit_identical(t
         if str(src).endswith(f"{os.sep}checkpoint") and str(dst).endswith(".old"):
             calls["n"] += 1
             raise KeyboardInterrupt("killed inside the swap")
+
     monkeypatch.setattr(sio.os, "replace", dying_replace)
     with pytest.raises(KeyboardInterrupt):
         train(cfg4, run_a, resume=True, progress=False)
@@ -239,6 +252,7 @@ def test_kill_in_the_folder_swap_or_after_the_log_append_resumes_bit_identical(t
     train(cfg3, run_b, progress=False)
     lines = (run_b / "log.jsonl").read_text().splitlines()
     import shutil
+
     shutil.rmtree(run_b / "checkpoint")
     train(cfg2, tmp_path / "b2", progress=False)
     shutil.copytree(tmp_path / "b2" / "checkpoint", run_b / "checkpoint")  # the state after epoch 2
@@ -261,6 +275,7 @@ def test_a_training_step_gives_the_same_gradients_on_every_run(model, tmp_path):
     from tests.conftest import SAMPLE, assert_same_gradients_every_run, first_sentences
     from tests.test_gcdt import gcdt_config
     from tests.test_psa_tagger import psa_config
+
     path = tmp_path / "sample.txt"
     path.write_text(first_sentences(SAMPLE, 64), encoding="utf-8")
     raw = {"bilstm-crf": tiny_config, "psa": psa_config, "gcdt": gcdt_config}[model](path).model_dump(mode="json")

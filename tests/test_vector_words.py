@@ -1,5 +1,5 @@
-"""Words the vectors know are never UNK (seqlab.features.words, seqlab.vectors.VectorIndex): a loaded model built
-on pre-trained vectors gives a word outside its vocabulary that word's vector, for frozen and fine-tuned tables;
+"""Words the vectors know are never UNK (seqlab.features.words, seqlab.features.vectors.VectorIndex): a loaded model
+built on pre-trained vectors gives a word outside its vocabulary that word's vector, for frozen and fine-tuned tables;
 words in the vocabulary keep their predictions exactly."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from seqlab.data.sentence import Sentence
-from seqlab.vectors import VectorIndex, vector_index
+from seqlab.features.vectors import VectorIndex, vector_index
 from tests.conftest import SAMPLE, first_sentences, tiny_config
 
 #: not one of these is in the 20 training sentences; GloVe 6B knows all but the last
@@ -33,6 +33,7 @@ def glove_model(request, tmp_path_factory) -> tuple[Path, Path]:
     """(corpus, model folder) of a tiny chunker on GloVe 6B 50d whose vocabulary is the 20 training sentences'
     words (dev and test are the training file: no other word enters)."""
     from seqlab.training import train
+
     root = tmp_path_factory.mktemp("glove")
     path = root / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
@@ -50,6 +51,7 @@ def closed(tagger):
 
 def test_unknown_words_get_their_vectors(glove_model):
     from seqlab.tagger import Tagger
+
     _, model = glove_model
     tagger = Tagger.load(model)
     feature = tagger.featurizers["word"]
@@ -68,14 +70,15 @@ def test_unknown_words_get_their_vectors(glove_model):
     # the predictions use them: the network's features for the sentence differ from those of the closed model
     other = closed(Tagger.load(model))
     with torch.no_grad():
-        features_open = tagger.net.eval()._encode(_batch(tagger, [Sentence(NEW)]))[0]
-        features_closed = other.net.eval()._encode(_batch(other, [Sentence(NEW)]))[0]
+        features_open = tagger.net.eval().encode(_batch(tagger, [Sentence(NEW)]))[0]
+        features_closed = other.net.eval().encode(_batch(other, [Sentence(NEW)]))[0]
     assert not torch.allclose(features_open, features_closed)
     assert tagger.predict([NEW])[0].tokens == NEW
 
 
 def _batch(tagger, sentences):
     from seqlab.data.batching import collate
+
     encoded = tagger.encode(sentences)
     return collate(encoded, list(range(len(encoded))), tagger.featurizers)
 
@@ -83,6 +86,7 @@ def _batch(tagger, sentences):
 def test_known_words_predict_exactly_as_before(glove_model):
     from seqlab.data.readers import read_conll
     from seqlab.tagger import Tagger
+
     corpus, model = glove_model
     known = read_conll(corpus, label_column=None)
     every = known + [Sentence(NEW)]  # the new words' sentence in a batch with known ones
@@ -99,6 +103,7 @@ def test_a_vector_file_and_its_recorded_path(tmp_path, monkeypatch, caplog):
     words met are read; a file that is gone is a warning, and its words are UNK as before."""
     from seqlab.tagger import Tagger
     from seqlab.training import train
+
     words = sorted({w.lower() for line in first_sentences(SAMPLE, 20).splitlines() if line for w in line.split()[:1]})
     rng = np.random.default_rng(0)
     lines = [f"{w} " + " ".join(f"{x:.4f}" for x in rng.normal(size=8)) for w in words + ["tokyo", "nintendo"]]
@@ -125,6 +130,7 @@ def test_a_vector_file_and_its_recorded_path(tmp_path, monkeypatch, caplog):
 
 def test_vector_index_reads_only_wanted_rows(tmp_path):
     import gzip
+
     (tmp_path / "v.txt").write_text("3 2\ncat 1 2\ndog 3 4\nbird 5 6\n", encoding="utf-8")
     with gzip.open(tmp_path / "v.txt.gz", "wt", encoding="utf-8") as f:
         f.write("cat 1 2\ndog 3 4\nbird 5 6\n")
@@ -136,6 +142,7 @@ def test_vector_index_reads_only_wanted_rows(tmp_path):
 
 def test_extra_rows_are_bounded(glove_model, monkeypatch, caplog):
     from seqlab.tagger import Tagger
+
     monkeypatch.setattr("seqlab.features.words.MAX_EXTRA_BYTES", 2 * 4 * 50)  # two rows
     tagger = Tagger.load(glove_model[1])
     feature = tagger.featurizers["word"]
@@ -148,6 +155,7 @@ def test_extra_rows_are_bounded(glove_model, monkeypatch, caplog):
 def test_training_adds_no_rows(tmp_path):
     from seqlab.data.readers import read_conll
     from seqlab.tagger import Tagger
+
     path = tmp_path / "tiny.txt"
     path.write_text(first_sentences(SAMPLE, 5), encoding="utf-8")
     sentences = read_conll(path, label_column=2)
@@ -160,6 +168,7 @@ def test_training_adds_no_rows(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None, reason="onnxruntime is not installed")
 def test_onnxruntime_runs_batches_with_new_words_eagerly(glove_model):
     from seqlab.tagger import Tagger
+
     tagger = Tagger.load(glove_model[1])
     eager = tagger.predict([NEW, ["The", "pound", "fell", "."]], batch_size=1, confidence=True)
     fast = Tagger.load(glove_model[1], engine="onnxruntime")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from seqlab.errors import SeqlabError
-from seqlab.vectors import load_vectors
+from seqlab.features.vectors import load_vectors
 
 
 def test_glove_text_keeps_only_wanted(tmp_path):

@@ -16,14 +16,17 @@ from seqlab import Tagger
 
 pytest.importorskip("fastapi", reason="the viewer is served by the HTTP API: pip install 'seqlab[serve]'")
 uvicorn = pytest.importorskip("uvicorn", reason="the viewer is served by the HTTP API: pip install 'seqlab[serve]'")
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser test drives Chromium with Playwright: "
-                                                             "pip install playwright")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser test drives Chromium with Playwright: pip install playwright"
+)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
-    pytest.skip("no Chromium on this machine (apt-get install chromium): the viewer test needs a browser",
-                allow_module_level=True)
+    pytest.skip(
+        "no Chromium on this machine (apt-get install chromium): the viewer test needs a browser",
+        allow_module_level=True,
+    )
 
-from seqlab.serve import create_app  # noqa: E402
+from seqlab.serving.app import create_app  # noqa: E402
 
 SENTENCE = "He reckons the current account deficit will narrow to only # 1.8 billion in September ."
 
@@ -68,11 +71,19 @@ def test_viewer_highlights_what_the_api_predicts(server, tmp_path):
         page.fill("#text", SENTENCE)
         page.click("#tag")
         page.wait_for_selector("#result[data-ready='1'] mark.ent", timeout=20_000)
-        marks = page.eval_on_selector_all("mark.ent", """els => els.map(e => ({
+        marks = page.eval_on_selector_all(
+            "mark.ent",
+            """els => els.map(e => ({
             type: e.dataset.type, start: +e.dataset.start, end: +e.dataset.end,
-            colour: getComputedStyle(e).backgroundColor, title: e.title}))""")
-        legend = dict(page.eval_on_selector_all("#legend .swatch", """els => els.map(e => [e.dataset.type,
-            getComputedStyle(e).backgroundColor])"""))
+            colour: getComputedStyle(e).backgroundColor, title: e.title}))""",
+        )
+        legend = dict(
+            page.eval_on_selector_all(
+                "#legend .swatch",
+                """els => els.map(e => [e.dataset.type,
+            getComputedStyle(e).backgroundColor])""",
+            )
+        )
         tokens = page.eval_on_selector_all(".sentence .tok", "els => els.map(e => [e.textContent, e.title])")
         page.screenshot(path=str(tmp_path / "viewer.png"), full_page=True)
         browser.close()
@@ -93,6 +104,7 @@ def test_viewer_shows_the_n_best_list_attention_maps_and_gates(tiny_corpus):
     from seqlab.config import config_from_dict
     from seqlab.data.readers import read_conll
     from tests.conftest import tiny_config
+
     raw = tiny_config(tiny_corpus).model_dump(mode="json")
     raw["model"]["encoders"] = [{"type": "bilstm", "hidden": 16}, {"type": "psa_fusion", "window": 4}]
     tagger = Tagger.build(config_from_dict(raw), read_conll(tiny_corpus, label_column=2), "BIO")
@@ -115,8 +127,11 @@ def test_viewer_shows_the_n_best_list_attention_maps_and_gates(tiny_corpus):
         finally:
             assert not errors, errors  # a script error stops the page before it marks itself ready
         rows = page.eval_on_selector_all("table.nbest tr", "els => els.map(r => [...r.cells].map(c => c.textContent))")
-        captions = page.eval_on_selector_all(".maps figure", """els => els.map(f => [f.querySelector('canvas').width,
-            f.querySelector('figcaption').textContent])""")
+        captions = page.eval_on_selector_all(
+            ".maps figure",
+            """els => els.map(f => [f.querySelector('canvas').width,
+            f.querySelector('figcaption').textContent])""",
+        )
         browser.close()
     assert rows == [[f"#{k + 1}", f"{p.score:.3f}", " ".join(p.tags)] for k, p in enumerate(expected.nbest)]
     want = []
@@ -125,8 +140,10 @@ def test_viewer_shows_the_n_best_list_attention_maps_and_gates(tiny_corpus):
             want.append(f"layer {x.layer}: attention (mean of heads)")
         want += [f"layer {x.layer}, head {k + 1}" for k in range(len(x.heads or []))]
         if x.gate_mean is not None:
-            want.append(f"layer {x.layer}: fusion gate per token " + ", ".join(
-                f"{t} {g:.2f}" for t, g in zip(expected.tokens, x.gate_mean)))
+            want.append(
+                f"layer {x.layer}: fusion gate per token "
+                + ", ".join(f"{t} {g:.2f}" for t, g in zip(expected.tokens, x.gate_mean))
+            )
     assert [c for _, c in captions] == want
     n = len(expected.tokens)
     assert all(width == 70 + 18 * n for width, _ in captions)  # a column per token

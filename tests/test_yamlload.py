@@ -10,16 +10,19 @@ from hypothesis import strategies as st
 
 from seqlab.config import load_config
 from seqlab.errors import SeqlabError
-from seqlab.yamlload import MAX_DEPTH, MAX_NODES, load_yaml
+from seqlab.io.yamlload import MAX_DEPTH, MAX_NODES, load_yaml
 
 KEY = st.from_regex(r"[a-z][a-z_]{0,5}", fullmatch=True)
-LEAF = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False),
-                 st.text(max_size=10))
-TREE = st.recursive(LEAF, lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                                 st.dictionaries(KEY, kids, max_size=4)), max_leaves=20)
+LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False), st.text(max_size=10)
+)
+TREE = st.recursive(
+    LEAF, lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(KEY, kids, max_size=4)), max_leaves=20
+)
 PLAIN_KEY = st.from_regex(r"k[a-z_]{0,5}", fullmatch=True)  # never read as a bool or null when unquoted
-MAPPINGS = st.recursive(st.integers(0, 9), lambda kids: st.dictionaries(PLAIN_KEY, kids, min_size=1, max_size=4),
-                        max_leaves=15).filter(lambda tree: isinstance(tree, dict))
+MAPPINGS = st.recursive(
+    st.integers(0, 9), lambda kids: st.dictionaries(PLAIN_KEY, kids, min_size=1, max_size=4), max_leaves=15
+).filter(lambda tree: isinstance(tree, dict))
 
 
 @settings(max_examples=150, deadline=None)
@@ -29,8 +32,9 @@ def test_valid_documents_load_as_safe_load(tree, flow):
     assert load_yaml(text) == yaml.safe_load(text)
 
 
-def render(tree: dict, duplicate: tuple[str, ...], path: tuple[str, ...] = (), indent: int = 0,
-           lines: list[str] | None = None) -> tuple[list[str], tuple[int, int] | None]:
+def render(
+    tree: dict, duplicate: tuple[str, ...], path: tuple[str, ...] = (), indent: int = 0, lines: list[str] | None = None
+) -> tuple[list[str], tuple[int, int] | None]:
     """``tree`` as block YAML; the mapping at ``duplicate`` gets its first key once more at its end. Returns the
     lines and the (1-based) lines of that key's two occurrences."""
     lines = [] if lines is None else lines
@@ -50,8 +54,9 @@ def render(tree: dict, duplicate: tuple[str, ...], path: tuple[str, ...] = (), i
 
 
 def mapping_paths(tree: dict, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    return [path] + [p for key, value in tree.items() if isinstance(value, dict)
-                     for p in mapping_paths(value, (*path, key))]
+    return [path] + [
+        p for key, value in tree.items() if isinstance(value, dict) for p in mapping_paths(value, (*path, key))
+    ]
 
 
 @settings(max_examples=150, deadline=None)
@@ -103,7 +108,8 @@ def test_very_deep_nesting_is_refused_without_a_recursion_error():
 
 def test_alias_bomb_and_recursive_alias_are_refused_and_small_aliases_load():
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8))
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)
+    )
     with pytest.raises(yaml.YAMLError, match=f"more than {MAX_NODES} values once the aliases are expanded"):
         load_yaml(bomb)
     with pytest.raises(yaml.YAMLError, match="contains it"):

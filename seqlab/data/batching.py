@@ -45,7 +45,7 @@ class Batch:
     def num_tokens(self) -> int:
         return int(self.lengths.sum())
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         if self.mask.device == torch.device(device):
             return self
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
@@ -82,8 +82,9 @@ def collate(items: list[Encoded], index: list[int], featurizers: Mapping[str, Co
     return Batch(torch.from_numpy(mask), torch.from_numpy(lengths), tags, index, feats)
 
 
-def collate_sentences(sentences: Sequence[Sentence], featurizers: Mapping[str, SentenceCollator],
-                      types: TokenTypes | None = None) -> Batch:
+def collate_sentences(
+    sentences: Sequence[Sentence], featurizers: Mapping[str, SentenceCollator], types: TokenTypes | None = None
+) -> Batch:
     """:func:`collate` of the sentences (none empty) straight from their tokens, each featurizer encoding the
     whole batch at once (:meth:`~seqlab.features.base.Featurizer.collate_sentences`): inference's path, without
     per-sentence arrays. With ``types``, the tokens are looked up there once and each featurizer collates from
@@ -100,15 +101,24 @@ def collate_sentences(sentences: Sequence[Sentence], featurizers: Mapping[str, S
     return Batch(torch.from_numpy(mask), torch.from_numpy(lengths), None, list(range(len(sentences))), feats)
 
 
-def make_batches(items: list[Encoded], featurizers: Mapping[str, Collator], batch_size: int | None = None,
-                 batch_tokens: int | None = None, shuffle: bool = False, rng: random.Random | None = None,
-                 length: str = TOKENS, pad_overhead: int | None = None) -> list[Batch]:
+def make_batches(
+    items: list[Encoded],
+    featurizers: Mapping[str, Collator],
+    batch_size: int | None = None,
+    batch_tokens: int | None = None,
+    shuffle: bool = False,
+    rng: random.Random | None = None,
+    length: str = TOKENS,
+    pad_overhead: int | None = None,
+) -> list[Batch]:
     """Length-bucketed batches: sort by ``length`` (tokens, or a length a featurizer reports) so padding
     is small, cut by sentence count or by a budget of padded ``length`` units, then shuffle the order
     of batches (and, for training, jitter ties) when ``shuffle``. With ``pad_overhead`` (inference), a
     batch of sentences of very unequal lengths is cut further where that saves padding (:func:`split_padding`)."""
-    return [collate([items[i] for i in g], g, featurizers)
-            for g in batch_groups(items, batch_size, batch_tokens, shuffle, rng, length, pad_overhead)]
+    return [
+        collate([items[i] for i in g], g, featurizers)
+        for g in batch_groups(items, batch_size, batch_tokens, shuffle, rng, length, pad_overhead)
+    ]
 
 
 def split_padding(sizes: list[int], overhead: int) -> list[int]:
@@ -134,18 +144,29 @@ def split_padding(sizes: list[int], overhead: int) -> list[int]:
     return cuts[::-1]
 
 
-def batch_groups(items: list[Encoded], batch_size: int | None = None, batch_tokens: int | None = None,
-                 shuffle: bool = False, rng: random.Random | None = None, length: str = TOKENS,
-                 pad_overhead: int | None = None) -> list[list[int]]:
+def batch_groups(
+    items: list[Encoded],
+    batch_size: int | None = None,
+    batch_tokens: int | None = None,
+    shuffle: bool = False,
+    rng: random.Random | None = None,
+    length: str = TOKENS,
+    pad_overhead: int | None = None,
+) -> list[list[int]]:
     """The positions in ``items`` of each batch :func:`make_batches` makes, before collation (data-parallel
     training collates each process's share of a batch only)."""
     sizes = [e.length for e in items] if length == TOKENS else [e.sizes[length] for e in items]
     return size_groups(sizes, batch_size, batch_tokens, shuffle, rng, pad_overhead)
 
 
-def size_groups(sizes: list[int], batch_size: int | None = None, batch_tokens: int | None = None,
-                shuffle: bool = False, rng: random.Random | None = None,
-                pad_overhead: int | None = None) -> list[list[int]]:
+def size_groups(
+    sizes: list[int],
+    batch_size: int | None = None,
+    batch_tokens: int | None = None,
+    shuffle: bool = False,
+    rng: random.Random | None = None,
+    pad_overhead: int | None = None,
+) -> list[list[int]]:
     """:func:`batch_groups` from the items' lengths alone (inference encodes each batch when it runs it)."""
     order = list(range(len(sizes)))
     if shuffle:
@@ -156,8 +177,10 @@ def size_groups(sizes: list[int], batch_size: int | None = None, batch_tokens: i
     cur: list[int] = []
     for i in order:
         n = sizes[i]
-        if cur and ((batch_tokens is not None and (len(cur) + 1) * n > batch_tokens)
-                    or (batch_tokens is None and len(cur) >= (batch_size or 1))):
+        if cur and (
+            (batch_tokens is not None and (len(cur) + 1) * n > batch_tokens)
+            or (batch_tokens is None and len(cur) >= (batch_size or 1))
+        ):
             groups.append(cur)
             cur = []
         cur.append(i)

@@ -25,16 +25,21 @@ class Corpus:
 
 def read_file(path: Path, data: DataConfig, labeled: bool = True) -> list[Sentence]:
     """Read one file in the format the data config names (an annotation file, .jsonl / .json / .spacy, whatever
-    it names: :mod:`seqlab.annotations`, tokens by the config's tokenizer)."""
+    it names: :mod:`seqlab.data.annotations`, tokens by the config's tokenizer)."""
     if data.format == "jsonl" or path.suffix.lower() in (".jsonl", ".json", ".spacy"):
-        from seqlab.annotations import read_annotations
-        from seqlab.tokenization import model_tokenizer
+        from seqlab.data.annotations import read_annotations
+        from seqlab.data.tokenization import model_tokenizer
+
         scheme = data.scheme if data.scheme not in ("auto", "none") else "BIO"
         return read_annotations(path, model_tokenizer(data), scheme, labeled=labeled)
     if data.format == "bmes":
         return read_bmes(path, strip_seg_digit=data.strip_seg_digit)
-    return read_conll(path, token_column=data.token_column, label_column=data.label_column if labeled else None,
-                      strip_seg_digit=data.strip_seg_digit)
+    return read_conll(
+        path,
+        token_column=data.token_column,
+        label_column=data.label_column if labeled else None,
+        strip_seg_digit=data.strip_seg_digit,
+    )
 
 
 def load_corpus(data: DataConfig, data_root: str | None = None) -> Corpus:
@@ -59,13 +64,13 @@ def load_corpus(data: DataConfig, data_root: str | None = None) -> Corpus:
         scheme = normalize_scheme(data.scheme)
     declared = data.scheme != "auto"
     for split in (train, dev, test):
-        check_labels(split, scheme, "data.scheme" if declared else None,
-                     "the training file (data.scheme: auto)")
+        check_labels(split, scheme, "data.scheme" if declared else None, "the training file (data.scheme: auto)")
     return Corpus(train, dev, test, scheme)
 
 
-def check_labels(sentences: list[Sentence], scheme: str, setting: str | None = None,
-                 expected_from: str = "the model") -> None:
+def check_labels(
+    sentences: list[Sentence], scheme: str, setting: str | None = None, expected_from: str = "the model"
+) -> None:
     """The labels of each file are tags of ``scheme``; the first that is not is an error naming its file, line
     and tag, with the scheme the file fits and how to convert it (:func:`seqlab.data.schemes.check_scheme`).
     ``setting`` names the config key that declared the scheme; None when ``expected_from`` fixed it."""

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from seqlab.data.readers import _BLANK, _FIELD_SEP, DOCSTART
+from seqlab.data.readers import BLANK, DOCSTART, FIELD_SEP
 
 MIN_AGREEMENT = 0.9  # share of the lines with the most common number of fields
 MIN_LINES_PER_SENTENCE = 1.5  # raw paragraphs between blank lines are one line each
@@ -39,8 +39,8 @@ class FormatEvidence:
 
     def add(self, text: str) -> None:
         """Count one line (without its line ending)."""
-        stripped = text.strip(_BLANK)
-        fields = _FIELD_SEP.split(stripped) if stripped else []
+        stripped = text.strip(BLANK)
+        fields = FIELD_SEP.split(stripped) if stripped else []
         if not fields or fields[0] == DOCSTART:  # a blank line or a document break ends a sentence
             self.ended += self._in_run
             self._in_run = False
@@ -71,19 +71,30 @@ def decide(evidence: FormatEvidence) -> FormatGuess:
     width, agreeing = evidence.widths.most_common(1)[0]
     lines, sentences = evidence.content, evidence.sentences
     if agreeing < MIN_AGREEMENT * lines:
-        return FormatGuess("raw", None, f"lines have varying numbers of fields (the most common, {width}, on "
-                                        f"{agreeing} of {lines} lines)")
+        return FormatGuess(
+            "raw",
+            None,
+            f"lines have varying numbers of fields (the most common, {width}, on {agreeing} of {lines} lines)",
+        )
     if not evidence.ended:
         return FormatGuess("raw", None, "no blank line ends a sentence")
     if lines < MIN_LINES_PER_SENTENCE * sentences:
-        return FormatGuess("raw", None, f"{lines} lines in {sentences} blank-line-separated blocks: paragraphs, "
-                                        f"not sentences of one token per line")
+        return FormatGuess(
+            "raw",
+            None,
+            f"{lines} lines in {sentences} blank-line-separated blocks: paragraphs, "
+            f"not sentences of one token per line",
+        )
     if width == 1 and evidence.one_field_chars > MAX_TOKEN_CHARS * agreeing:
         mean = evidence.one_field_chars / agreeing
-        return FormatGuess("raw", None, f"lines without spaces of {mean:.0f} characters on average: text, "
-                                        f"not one token per line")
-    return FormatGuess("conll", width, f"{width} column(s) on {agreeing} of {lines} lines, {sentences} "
-                                       f"sentences separated by blank lines")
+        return FormatGuess(
+            "raw", None, f"lines without spaces of {mean:.0f} characters on average: text, not one token per line"
+        )
+    return FormatGuess(
+        "conll",
+        width,
+        f"{width} column(s) on {agreeing} of {lines} lines, {sentences} sentences separated by blank lines",
+    )
 
 
 def guess_format(lines: Iterable[str]) -> FormatGuess:

@@ -12,6 +12,7 @@ Every problem with the input raises :class:`SeqlabError` naming the file and 1-b
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import os
 import re
@@ -27,8 +28,8 @@ logger = logging.getLogger("seqlab")
 PathLike = str | os.PathLike
 Row = tuple[int, list[str]]  # (1-based line number, fields)
 
-_FIELD_SEP = re.compile(r"[ \t]+")
-_BLANK = " \t\r\n"
+FIELD_SEP = re.compile(r"[ \t]+")
+BLANK = " \t\r\n"
 DOCSTART = "-DOCSTART-"
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" makes of bytes it cannot decode
 
@@ -42,7 +43,7 @@ def numbered_lines(path: PathLike | IO[bytes], encoding: str, source: str | None
     ``\u2029``) are text. Bytes that are not ``encoding`` are an error naming their line."""
     if isinstance(path, (str, os.PathLike)):
         try:
-            handle = open(path, "rb")
+            handle = open(path, "rb")  # noqa: SIM115 - closed by the TextIOWrapper below
         except FileNotFoundError:
             raise SeqlabError("no such file", path=path) from None
         except IsADirectoryError:
@@ -66,8 +67,9 @@ def numbered_lines(path: PathLike | IO[bytes], encoding: str, source: str | None
             raise SeqlabError(f"cannot read ({err.strerror})", path=source) from None
 
 
-def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
-                       stats: dict | None = None, width: int | None = None) -> Iterator[list[Row]]:
+def iter_column_blocks(
+    numbered: Iterable[tuple[int, str]], path: PathLike, stats: dict | None = None, width: int | None = None
+) -> Iterator[list[Row]]:
     """Split numbered lines of a column file into sentences, lazily: blocks of (line, fields).
 
     Checks that every token line has ``width`` fields (those of most lines, when a format guess counted
@@ -78,7 +80,7 @@ def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
     empty = 0
     after_break = True  # at file start or right after a -DOCSTART- line
     for number, text in numbered:
-        stripped = text.strip(_BLANK)
+        stripped = text.strip(BLANK)
         if not stripped:
             if block:
                 yield block
@@ -87,7 +89,7 @@ def iter_column_blocks(numbered: Iterable[tuple[int, str]], path: PathLike,
                 empty += 1
             after_break = False
             continue
-        fields = _FIELD_SEP.split(stripped)
+        fields = FIELD_SEP.split(stripped)
         if fields[0] == DOCSTART:
             if block:
                 yield block
@@ -149,16 +151,23 @@ def read_conll(
     return list(_blocks_to_sentences(blocks, path, token_column, label_column, strip_seg_digit))
 
 
-def iter_conll(numbered: Iterable[tuple[int, str]], source: str, token_column: int = 0,
-               label_column: int | None = None, width: int | None = None) -> Iterator[Sentence]:
+def iter_conll(
+    numbered: Iterable[tuple[int, str]],
+    source: str,
+    token_column: int = 0,
+    label_column: int | None = None,
+    width: int | None = None,
+) -> Iterator[Sentence]:
     """Sentences of a column file from numbered lines, lazily (bulk tagging: constant memory); ``width``: the
     columns every line must have (default: those of the first line)."""
-    return _blocks_to_sentences(iter_column_blocks(numbered, source, width=width), source, token_column,
-                                label_column, False)
+    return _blocks_to_sentences(
+        iter_column_blocks(numbered, source, width=width), source, token_column, label_column, False
+    )
 
 
-def _blocks_to_sentences(blocks: Iterable[list[Row]], path: PathLike, token_column: int,
-                         label_column: int | None, strip_seg_digit: bool) -> Iterator[Sentence]:
+def _blocks_to_sentences(
+    blocks: Iterable[list[Row]], path: PathLike, token_column: int, label_column: int | None, strip_seg_digit: bool
+) -> Iterator[Sentence]:
     token_at = label_at = others = None
     for block in blocks:
         if token_at is None:  # the first block fixes the columns
@@ -234,7 +243,9 @@ def _conll_lines(sentence: Sentence, prediction: Sequence[str]) -> list[str]:
     return lines
 
 
-def write_conll(sentences: Sequence[Sentence], predictions: Sequence[Sequence[str]], path_or_file: PathLike | IO[str]) -> None:
+def write_conll(
+    sentences: Sequence[Sentence], predictions: Sequence[Sequence[str]], path_or_file: PathLike | IO[str]
+) -> None:
     """Write sentences with their predicted tags in conlleval format, a blank line after each sentence."""
     if len(sentences) != len(predictions):
         raise ValueError(f"{len(sentences)} sentences but {len(predictions)} predictions")
@@ -247,7 +258,8 @@ def write_conll(sentences: Sequence[Sentence], predictions: Sequence[Sequence[st
 
 def write_output(path: PathLike, text: str) -> None:
     """Write a user-named output file atomically (temp file + rename); a bad destination is a one-line error."""
-    from seqlab.io import atomic_write_text
+    from seqlab.io.files import atomic_write_text
+
     path = Path(path)
     if path.is_dir():
         raise SeqlabError("is a folder, not a file to write", path=path)
@@ -257,3 +269,10 @@ def write_output(path: PathLike, text: str) -> None:
         atomic_write_text(path, text)
     except OSError as err:
         raise SeqlabError(f"cannot write: {err.strerror}", path=path) from None
+
+
+def chunked(items: Iterable, size: int) -> Iterator[list]:
+    """Lists of ``size`` consecutive items (the last one shorter), read lazily."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk

@@ -202,9 +202,7 @@ def _may_end(cur: tuple[str, str], scheme: str) -> bool:
     return cur[0] in ("O", "E", "S")
 
 
-def allowed_transitions(
-    tags: Sequence[str], scheme: str
-) -> tuple[list[list[bool]], list[bool], list[bool]]:
+def allowed_transitions(tags: Sequence[str], scheme: str) -> tuple[list[list[bool]], list[bool], list[bool]]:
     """Hard transition constraints for a CRF over the tag vocabulary ``tags``.
 
     Returns ``(allowed, start, end)``: ``allowed[i][j]`` is True when ``tags[i]`` may be followed by
@@ -214,9 +212,7 @@ def allowed_transitions(
     """
     scheme = normalize_scheme(scheme)
     parsed = [_scheme_tag(tag, scheme) for tag in tags]
-    allowed = [
-        [p is not None and c is not None and _may_follow(p, c, scheme) for c in parsed] for p in parsed
-    ]
+    allowed = [[p is not None and c is not None and _may_follow(p, c, scheme) for c in parsed] for p in parsed]
     start = [c is not None and _may_start(c, scheme) for c in parsed]
     end = [c is not None and _may_end(c, scheme) for c in parsed]
     return allowed, start, end
@@ -352,8 +348,10 @@ def _malformed(tag: str) -> str | None:
 def _remedy(scheme: str, fit: str | None, setting: str | None, expected_from: str) -> str:
     """The end of a wrong-scheme message: the scheme that the file's tags fit, and how to get there."""
     if fit is None:
-        return ("; the file mixes I- and M- tags, which no one scheme has (both mean inside a chunk): convert one "
-                "to the other")
+        return (
+            "; the file mixes I- and M- tags, which no one scheme has (both mean inside a chunk): convert one "
+            "to the other"
+        )
     convert_it = f"convert the file ({conversion_hint(fit, scheme)})"
     if setting is not None:
         return f"; the file's tags fit {fit}: set {setting} to {fit}, or {convert_it}"
@@ -371,8 +369,13 @@ def _first_lines(sequences: Iterable[Located]) -> tuple[dict[str, int], list[Seq
     return dict(sorted(first.items(), key=lambda item: item[1])), tag_sequences
 
 
-def check_scheme(sequences: Iterable[Located], scheme: str, path: object, setting: str | None = None,
-                 expected_from: str = "the model") -> None:
+def check_scheme(
+    sequences: Iterable[Located],
+    scheme: str,
+    path: object,
+    setting: str | None = None,
+    expected_from: str = "the model",
+) -> None:
     """Refuse the first tag of a file that is not a tag of ``scheme``, naming the file, its line and the tag,
     with the scheme that the file's tags fit and how to convert them.
 
@@ -394,13 +397,21 @@ def check_scheme(sequences: Iterable[Located], scheme: str, path: object, settin
     for tag, line in first.items():
         if parts[tag][0] not in _PREFIXES[scheme]:
             article = "an" if scheme == "IOB1" else "a"
-            raise SeqlabError(f"tag {tag!r} is not {article} {scheme} tag ({scheme} uses {_USES[scheme]})"
-                              + _remedy(scheme, fit, setting, expected_from), path=path, line=line)
+            raise SeqlabError(
+                f"tag {tag!r} is not {article} {scheme} tag ({scheme} uses {_USES[scheme]})"
+                + _remedy(scheme, fit, setting, expected_from),
+                path=path,
+                line=line,
+            )
     in_chunks = {p for p, _ in parts.values()} - {"O"}
     if scheme in ("BIOES", "BMES") and in_chunks and not in_chunks & {"E", "S"}:
         tag, line = next((t, n) for t, n in first.items() if parts[t][0] != "O")
-        raise SeqlabError(f"tag {tag!r} is in a chunk, but no E- or S- tag in the file ends one: these are not "
-                          f"{scheme} tags" + _remedy(scheme, fit, setting, expected_from), path=path, line=line)
+        raise SeqlabError(
+            f"tag {tag!r} is in a chunk, but no E- or S- tag in the file ends one: these are not "
+            f"{scheme} tags" + _remedy(scheme, fit, setting, expected_from),
+            path=path,
+            line=line,
+        )
     _check_types(first, parts, path)
 
 

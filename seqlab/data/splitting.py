@@ -17,8 +17,9 @@ from seqlab.data.sentence import Sentence
 BREAKS = frozenset("。！？；，、：,.!?;:")  # tokens after which a cut reads naturally
 
 
-def cut_points(tokens: Sequence[str], max_length: int, labels: Sequence[str] | None = None,
-               scheme: str = "none") -> list[int]:
+def cut_points(
+    tokens: Sequence[str], max_length: int, labels: Sequence[str] | None = None, scheme: str = "none"
+) -> list[int]:
     """Token offsets where the pieces start (the first piece's 0 not included); [] when no cut is
     needed."""
     n = len(tokens)

@@ -5,7 +5,7 @@ Inference collates a batch straight from its tokens (:func:`seqlab.data.batching
 featurizer used to find every token in a memo of its own (a dict lookup per token per featurizer, then a list of
 Python values turned into an array): on the CoNLL-2000 test set at batch 64, the words, casing and chars
 featurizers took 33 ms a pass on one thread, all of it holding Python's lock, so that the two batches tagged side
-by side (:func:`seqlab.devices.run_concurrently`) queued behind each other for it. Now :class:`TokenTypes` maps
+by side (:func:`seqlab.runtime.devices.run_concurrently`) queued behind each other for it. Now :class:`TokenTypes` maps
 each token of the batch to a type id with one dict lookup (:class:`TypedTokens`), and each featurizer keeps its
 value of every type in an array (:class:`TypeValues`, one int per type; the chars featurizer keeps each type's
 character ids), computed once per type the first time a batch holds it, and gathers the batch's values with one
@@ -86,8 +86,9 @@ class TypedTokens:
     needed: int  # types 0..needed-1 hold every id of the batch: what featurizers must have values for
 
     @classmethod
-    def of(cls, sentences: Sequence[Sentence], types: TokenTypes,
-           lengths: np.ndarray | None = None) -> TypedTokens | None:
+    def of(
+        cls, sentences: Sequence[Sentence], types: TokenTypes, lengths: np.ndarray | None = None
+    ) -> TypedTokens | None:
         """The sentences' tokens typed by ``types`` (``lengths``: each sentence's tokens, if the caller has them);
         None when their new strings do not fit in it."""
         tokens = list(chain.from_iterable(s.tokens for s in sentences))
@@ -144,7 +145,7 @@ class PerType:
                 self._clear()
                 self._types, self.filled = typed.types, 0
             if self.filled < need:
-                self._append(typed.types.strings[self.filled: need])
+                self._append(typed.types.strings[self.filled : need])
                 self.filled = need
 
     def _append(self, strings: list[str]) -> None:  # pragma: no cover - abstract
@@ -171,7 +172,7 @@ class TypeValues(PerType):
 
     def _append(self, strings: list[str]) -> None:
         values = _grown(self._values, self.filled + len(strings))
-        values[self.filled: self.filled + len(strings)] = self.compute(strings)
+        values[self.filled : self.filled + len(strings)] = self.compute(strings)
         self._values = values  # filled in before it is published: readers index only below ``filled``
 
     def of(self, typed: TypedTokens) -> np.ndarray:
@@ -194,7 +195,7 @@ class TypeArrays(PerType):
         values, lengths = self.compute(strings)  # (sum(lengths),), (strings,)
         n, end = self.filled, self.filled + len(strings)
         flat = _grown(self._flat, self._used + int(lengths.sum()))
-        flat[self._used: self._used + int(lengths.sum())] = values
+        flat[self._used : self._used + int(lengths.sum())] = values
         starts, lens = _grown(self._starts, end), _grown(self._lengths, end)
         starts[n:end] = self._used + np.cumsum(lengths) - lengths
         lens[n:end] = lengths

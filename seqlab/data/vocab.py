@@ -45,7 +45,7 @@ class Vocab:
         return list(self.itos)
 
     @classmethod
-    def from_list(cls, itos: list[str]) -> "Vocab":
+    def from_list(cls, itos: list[str]) -> Vocab:
         v = cls.__new__(cls)
         v.itos = list(itos)
         v.stoi = {s: i for i, s in enumerate(v.itos)}

@@ -2,7 +2,7 @@
 
 A decoder is built from its config with the input size and the tag set. ``loss`` may use the gold
 tags beyond scoring them (teacher forcing); ``decode`` returns a :class:`Decoded`; ``nbest`` returns
-:class:`~seqlab.crf.TagPath` lists and raises :class:`NoExactNBest` when the decoder cannot give an
+:class:`~seqlab.crf.crf.TagPath` lists and raises :class:`NoExactNBest` when the decoder cannot give an
 exact k-best, instead of quietly returning fewer paths. ``marginals`` (per-token tag probabilities)
 is optional.
 """
@@ -15,10 +15,10 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.crf import TagPath
+from seqlab.crf.crf import TagPath
 from seqlab.data.schemes import allowed_transitions
 from seqlab.errors import SeqlabError
+from seqlab.nn.context import Context
 from seqlab.registry import LayerConfig, Registry
 
 DECODERS: Registry = Registry("decoder")
@@ -80,17 +80,21 @@ class DecoderConfig(LayerConfig):
         """Raise :class:`~seqlab.registry.ConfigCheckError` if the decoder cannot take this input size, or
         needs a tensor the encoder layers do not publish (``published``: name -> last dimension)."""
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "Decoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> Decoder:
         raise NotImplementedError
 
 
 class ProbabilisticDecoderConfig(DecoderConfig):
     """A decoder with exact probabilities, and the temperature that scales them."""
 
-    temperature: float = Field(1.0, ge=0.01, le=100.0,
-                               description="every score is divided by it for confidences and marginals, never "
-                                           "for the tags; 1 = as trained; 'seqlab calibrate' fits it on "
-                                           "held-out data")
+    temperature: float = Field(
+        1.0,
+        ge=0.01,
+        le=100.0,
+        description="every score is divided by it for confidences and marginals, never "
+        "for the tags; 1 = as trained; 'seqlab calibrate' fits it on "
+        "held-out data",
+    )
 
 
 class Decoder(nn.Module):
@@ -117,8 +121,9 @@ class Decoder(nn.Module):
         """Per-token tag probabilities (batch, seq, num_tags), zero on padding."""
         raise SeqlabError(f"the {type(self).__name__} gives no per-token marginals")
 
-    def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
-                   segments: list[list[tuple[int, int]]]) -> Confidence:
+    def confidence(
+        self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor, segments: list[list[tuple[int, int]]]
+    ) -> Confidence:
         """Probabilities of the decoded ``tags`` (batch, seq) per token and per segment (a, b) of each
         sentence; :class:`NoExactConfidence` when the decoder has no exact ones."""
         raise NoExactConfidence(f"the {type(self).__name__} has no exact token or span probabilities")

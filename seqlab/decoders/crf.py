@@ -7,9 +7,9 @@ from typing import Literal
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.crf import CRF, TagPath
+from seqlab.crf.crf import CRF, TagPath
 from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, ProbabilisticDecoderConfig, TagSet
+from seqlab.nn.context import Context
 
 
 @DECODERS.register
@@ -17,7 +17,7 @@ class CRFDecoderConfig(ProbabilisticDecoderConfig):
     type: Literal["crf"] = "crf"
     constrained: bool = Field(True, description="forbid transitions invalid in the training scheme")
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "CRFDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> CRFDecoder:
         constraints = tags.constraints() if self.constrained else None
         decoder = CRFDecoder(input_dim, len(tags), *(constraints or ()))
         decoder.temperature = self.temperature
@@ -25,8 +25,14 @@ class CRFDecoderConfig(ProbabilisticDecoderConfig):
 
 
 class CRFDecoder(Decoder):
-    def __init__(self, input_dim: int, num_tags: int, allowed: Tensor | None = None,
-                 allowed_start: Tensor | None = None, allowed_end: Tensor | None = None):
+    def __init__(
+        self,
+        input_dim: int,
+        num_tags: int,
+        allowed: Tensor | None = None,
+        allowed_start: Tensor | None = None,
+        allowed_end: Tensor | None = None,
+    ):
         super().__init__()
         self.proj = nn.Linear(input_dim, num_tags)
         nn.init.xavier_uniform_(self.proj.weight)
@@ -48,8 +54,9 @@ class CRFDecoder(Decoder):
     def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
         return self.crf.marginals(self.proj(features), mask, self.temperature)
 
-    def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
-                   segments: list[list[tuple[int, int]]]) -> Confidence:
+    def confidence(
+        self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor, segments: list[list[tuple[int, int]]]
+    ) -> Confidence:
         """Forward-backward marginals of the path's tags, and of each span's tag sequence."""
         tokens, spans = self.crf.path_confidence(self.proj(features), mask, tags, segments, self.temperature)
         return Confidence(tokens, spans, "crf-marginal")

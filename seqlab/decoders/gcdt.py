@@ -20,12 +20,13 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.crf import TagPath
+from seqlab.crf.crf import TagPath
 from seqlab.decoders.base import DECODERS, Decoded, Decoder, DecoderConfig, TagSet
-from seqlab.dropout import Dropout
-from seqlab.dt import DTRNN
 from seqlab.encoders.gcdt import DTOptions
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
+from seqlab.nn.dt import DTRNN
+from seqlab.nn.positions import sinusoidal_positions
 from seqlab.registry import ConfigCheckError
 
 
@@ -38,15 +39,19 @@ class LabelDTConfig(DecoderConfig, DTOptions):
     label_smoothing: float = Field(0.0, ge=0.0, lt=1.0, description="of the training targets; 0 = none")
     constrained: bool = Field(False, description="forbid transitions invalid in the training scheme inside the beam")
     global_input: Literal["none", "decoder_input", "softmax_input"] = Field(
-        "none", description="where the published global vector g enters the decoder (Table 5)")
+        "none", description="where the published global vector g enters the decoder (Table 5)"
+    )
     dropout: float = Field(0.3, ge=0.0, lt=1.0, description="on the decoder states, 0.3 in the paper")
 
     def check(self, input_dim: int, published: dict[str, int]) -> None:
         if self.global_input != "none" and "global" not in published:
-            raise ConfigCheckError("global_input", f"'{self.global_input}' needs a global_context encoder layer "
-                                                   "(which publishes 'global') before the decoder")
+            raise ConfigCheckError(
+                "global_input",
+                f"'{self.global_input}' needs a global_context encoder layer "
+                "(which publishes 'global') before the decoder",
+            )
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "LabelDTDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> LabelDTDecoder:
         return LabelDTDecoder(input_dim, tags, self, published.get("global", 0))
 
 
@@ -111,8 +116,13 @@ class LabelDTDecoder(Decoder):
         lengths = mask.sum(1).tolist()
         out = []
         for b, n in enumerate(lengths):
-            out.append([TagPath(tags[b, r, :n].tolist(), float(scores[b, r]))
-                        for r in range(k) if scores[b, r] > float("-inf")])
+            out.append(
+                [
+                    TagPath(tags[b, r, :n].tolist(), float(scores[b, r]))
+                    for r in range(k)
+                    if scores[b, r] > float("-inf")
+                ]
+            )
         return out
 
     def _search(self, features: Tensor, mask: Tensor, ctx: Context, k: int) -> tuple[Tensor, Tensor]:
@@ -125,7 +135,6 @@ class LabelDTDecoder(Decoder):
         dx = x.shape[-1]
         pos = None  # the position signal DTRNN.forward adds to its whole input [x_t; emb(y)], split in two
         if self.rnn.position_signal:
-            from seqlab.encoders.psa import sinusoidal_positions
             pe = sinusoidal_positions(seq_len, dx + d_lab, x.device).to(x.dtype)  # (seq, dx + d_lab)
             x, pos = x + pe[:, :dx], pe[:, dx:]
         w = self.rnn.x_proj.weight if self.rnn.cell == "dt" else None

@@ -8,16 +8,16 @@ from typing import Literal
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.crf import TagPath, kbest_paths
+from seqlab.crf.crf import TagPath, kbest_paths
 from seqlab.decoders.base import DECODERS, Confidence, Decoded, Decoder, ProbabilisticDecoderConfig, TagSet
+from seqlab.nn.context import Context
 
 
 @DECODERS.register
 class SoftmaxDecoderConfig(ProbabilisticDecoderConfig):
     type: Literal["softmax"] = "softmax"
 
-    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> "SoftmaxDecoder":
+    def build(self, input_dim: int, tags: TagSet, published: dict[str, int]) -> SoftmaxDecoder:
         decoder = SoftmaxDecoder(input_dim, len(tags))
         decoder.temperature = self.temperature
         return decoder
@@ -55,8 +55,9 @@ class SoftmaxDecoder(Decoder):
     def marginals(self, features: Tensor, mask: Tensor, ctx: Context) -> Tensor:
         return (self.proj(features) / self.temperature).softmax(-1) * mask.unsqueeze(-1)
 
-    def confidence(self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor,
-                   segments: list[list[tuple[int, int]]]) -> Confidence:
+    def confidence(
+        self, features: Tensor, mask: Tensor, ctx: Context, tags: Tensor, segments: list[list[tuple[int, int]]]
+    ) -> Confidence:
         """Exact: tokens are independent given x, so a span's probability is the product of its tokens'."""
         probs = self.marginals(features, mask, ctx).gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq)
         lengths = mask.sum(1).tolist()

@@ -6,13 +6,28 @@ of layers is a list in the YAML file. The built-in families are imported here, u
 that fails to import raises.
 """
 
+from seqlab.encoders.attention import ParallelAttentionConfig, ParallelAttentionEncoder
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
 from seqlab.encoders.bilstm import BiLSTMConfig, BiLSTMEncoder
-from seqlab.encoders.attention import ParallelAttentionConfig, ParallelAttentionEncoder
-from seqlab.encoders.psa import PSAFusionConfig, PSAFusionEncoder, SANConfig
-from seqlab.encoders.gcdt import DTConfig, DTEncoder, GlobalContextConfig, GlobalContextEncoder
 from seqlab.encoders.flat import FlatConfig, FlatEncoder
+from seqlab.encoders.gcdt import DTConfig, DTEncoder, GlobalContextConfig, GlobalContextEncoder
+from seqlab.encoders.psa import PSAFusionConfig, PSAFusionEncoder, SANConfig
 
-__all__ = ["ENCODERS", "Encoder", "EncoderConfig", "BiLSTMConfig", "BiLSTMEncoder", "DTConfig", "DTEncoder", "FlatConfig", "FlatEncoder",
-           "GlobalContextConfig", "GlobalContextEncoder", "ParallelAttentionConfig",
-           "ParallelAttentionEncoder", "PSAFusionConfig", "PSAFusionEncoder", "SANConfig"]
+__all__ = [
+    "ENCODERS",
+    "BiLSTMConfig",
+    "BiLSTMEncoder",
+    "DTConfig",
+    "DTEncoder",
+    "Encoder",
+    "EncoderConfig",
+    "FlatConfig",
+    "FlatEncoder",
+    "GlobalContextConfig",
+    "GlobalContextEncoder",
+    "PSAFusionConfig",
+    "PSAFusionEncoder",
+    "ParallelAttentionConfig",
+    "ParallelAttentionEncoder",
+    "SANConfig",
+]

@@ -23,9 +23,9 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
 from seqlab.registry import ConfigCheckError
 
 
@@ -33,22 +33,26 @@ from seqlab.registry import ConfigCheckError
 class ParallelAttentionConfig(EncoderConfig):
     type: Literal["parallel_attention"] = "parallel_attention"
     heads: int = Field(5, gt=0, le=64, description="m = 5 heads in the paper")
-    head_size: int | None = Field(None, gt=0, le=4096, description="d_c; None = input size / heads, as the "
-                                                                     "paper (d_c = d_h / 5)")
+    head_size: int | None = Field(
+        None, gt=0, le=4096, description="d_c; None = input size / heads, as the paper (d_c = d_h / 5)"
+    )
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on the attention weights")
 
     def _head_size(self, input_dim: int) -> int:
         if self.head_size is not None:
             return self.head_size
         if input_dim % self.heads:
-            raise ConfigCheckError("heads", f"{self.heads} heads do not divide the input size {input_dim}; "
-                                            f"set head_size or a head count that divides it")
+            raise ConfigCheckError(
+                "heads",
+                f"{self.heads} heads do not divide the input size {input_dim}; "
+                f"set head_size or a head count that divides it",
+            )
         return input_dim // self.heads
 
     def output_dim(self, input_dim: int) -> int:
         return input_dim + self.heads * self._head_size(input_dim)
 
-    def build(self, input_dim: int) -> "ParallelAttentionEncoder":
+    def build(self, input_dim: int) -> ParallelAttentionEncoder:
         return ParallelAttentionEncoder(input_dim, self.heads, self._head_size(input_dim), self.dropout)
 
 

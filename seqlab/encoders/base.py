@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from torch import Tensor, nn
 
-from seqlab.context import Context
+from seqlab.nn.context import Context
 from seqlab.registry import LayerConfig, Registry
 
 ENCODERS: Registry = Registry("encoder")
@@ -31,10 +31,10 @@ class EncoderConfig(LayerConfig):
         """Raise :class:`~seqlab.registry.ConfigCheckError` when the layer needs a published tensor
         (``published``: name -> last dimension, from the features and the layers below) that is not there."""
 
-    def build(self, input_dim: int) -> "Encoder":
+    def build(self, input_dim: int) -> Encoder:
         raise NotImplementedError
 
-    def build_in(self, input_dim: int, published: Mapping[str, int]) -> "Encoder":
+    def build_in(self, input_dim: int, published: Mapping[str, int]) -> Encoder:
         """Build the layer within a stack; a layer that reads published tensors (a lattice encoder reading
         word embeddings) overrides this to size itself on them."""
         return self.build(input_dim)
@@ -44,7 +44,7 @@ class Encoder(nn.Module):
     """A contextual layer.
 
     ``forward(x, ctx)`` takes ``x`` of shape (batch, seq_len, input_dim) and a
-    :class:`~seqlab.context.Context` (mask, lengths, the batch's feature tensors, tensors published by
+    :class:`~seqlab.nn.context.Context` (mask, lengths, the batch's feature tensors, tensors published by
     earlier layers) and returns (batch, seq_len, output_dim). Values at padded positions of the output
     are unspecified; real positions must not depend on padding. A layer may publish tensors with
     ``ctx.publish(name, tensor)`` (attention maps, a global vector) and may name column ranges of its
@@ -53,7 +53,7 @@ class Encoder(nn.Module):
     """
 
     output_dim: int
-    columns: dict[str, tuple[int, int]] = {}
+    columns: dict[str, tuple[int, int]] = {}  # noqa: RUF012 - read-only here; a layer with columns sets its own
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:  # pragma: no cover - interface
         raise NotImplementedError

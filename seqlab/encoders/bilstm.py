@@ -1,4 +1,4 @@
-"""Bidirectional LSTM encoder (padding never reaches a real token: see :mod:`seqlab.lstm`)."""
+"""Bidirectional LSTM encoder (padding never reaches a real token: see :mod:`seqlab.nn.lstm`)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,24 @@ from typing import Literal
 from pydantic import Field, field_validator
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
-from seqlab.lstm import BiLSTM
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
+from seqlab.nn.lstm import BiLSTM
 
 
 @ENCODERS.register
 class BiLSTMConfig(EncoderConfig):
     type: Literal["bilstm"] = "bilstm"
-    hidden: int = Field(200, gt=0, le=16384, description="total output size (both directions); 200 as in "
-                                                         "Lample et al.")
+    hidden: int = Field(200, gt=0, le=16384, description="total output size (both directions); 200 as in Lample et al.")
     layers: int = Field(1, gt=0, le=16, description="one layer is the papers' setting")
     dropout: float = Field(0.5, ge=0.0, lt=1.0, description="on the output and between layers")
     stacking: Literal["cross", "per_direction"] = Field(
-        "cross", description="cross: each layer reads both directions of the layer below (Li et al. 2019's "
-                             "cross-Bi-LSTM); per_direction: each direction stacked on its own, joined at the "
-                             "top (their Bi-LSTM-CNN baseline). Same with one layer")
+        "cross",
+        description="cross: each layer reads both directions of the layer below (Li et al. 2019's "
+        "cross-Bi-LSTM); per_direction: each direction stacked on its own, joined at the "
+        "top (their Bi-LSTM-CNN baseline). Same with one layer",
+    )
 
     @field_validator("hidden")
     @classmethod
@@ -35,7 +36,7 @@ class BiLSTMConfig(EncoderConfig):
     def output_dim(self, input_dim: int) -> int:
         return self.hidden
 
-    def build(self, input_dim: int) -> "BiLSTMEncoder":
+    def build(self, input_dim: int) -> BiLSTMEncoder:
         return BiLSTMEncoder(input_dim, self.hidden, self.layers, self.dropout, self.stacking == "cross")
 
 
@@ -56,7 +57,7 @@ class BiLSTMEncoder(Encoder):
                 nn.init.zeros_(p)
                 # forget-gate bias 1: the usual choice for stable early training
                 n = p.shape[0] // 4
-                p.data[n:2 * n] = 0.5  # bias_ih and bias_hh add up to 1
+                p.data[n : 2 * n] = 0.5  # bias_ih and bias_hh add up to 1
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         out = self.lstm(x, ctx.lengths.clamp(min=1))  # (batch, seq, hidden)

@@ -51,9 +51,9 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from seqlab.context import Context
-from seqlab.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
 from seqlab.registry import ConfigCheckError
 
 BLOCK_ELEMENTS = 1 << 22  # floats in one (batch, query rows, L, d_model) block of R: 16 MB
@@ -68,39 +68,48 @@ class FlatConfig(EncoderConfig):
     """Flat-lattice Transformer layers; defaults: the paper's Table 5 (OntoNotes, MSRA)."""
 
     type: Literal["flat"] = "flat"
-    lattice: str | None = Field("lexicon", description="the lattice feature whose words join the characters; "
-                                                       "null: characters only (TENER-like baseline)")
+    lattice: str | None = Field(
+        "lexicon",
+        description="the lattice feature whose words join the characters; null: characters only (TENER-like baseline)",
+    )
     d_model: int = Field(160, ge=2, le=8192, description="Table 5: 160")
     heads: int = Field(8, ge=1, le=256, description="Table 5: 8 (Table 6 searched 4, 8, 12 for Resume)")
     ff: int = Field(480, ge=1, le=65536, description="feed-forward size, Table 5: 480")
     layers: int = Field(1, ge=1, le=24, description="one layer, as the paper (Section 4.1)")
     distances: Literal["four", "hh"] = Field("four", description="'hh': R from d_hh only (FLAT_head, Table 3)")
-    self_matched: bool = Field(True, description="false: characters cannot attend to their self-matched "
-                                                 "words (FLAT_msm)")
-    max_distance: int | None = Field(None, ge=0, le=100_000, description="10: no attention beyond distance 10 "
-                                                                          "(FLAT_mld); null: none")
+    self_matched: bool = Field(
+        True, description="false: characters cannot attend to their self-matched words (FLAT_msm)"
+    )
+    max_distance: int | None = Field(
+        None, ge=0, le=100_000, description="10: no attention beyond distance 10 (FLAT_mld); null: none"
+    )
     scale: bool = Field(False, description="Eq. 11 has no 1/sqrt(d_head); true adds it")
     attention_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="on the attention weights")
-    ff_dropout: float = Field(0.15, ge=0.0, lt=1.0, description="inside the feed-forward and on each "
-                                                                "sublayer's output (the authors' code)")
+    ff_dropout: float = Field(
+        0.15, ge=0.0, lt=1.0, description="inside the feed-forward and on each sublayer's output (the authors' code)"
+    )
     output_dropout: float = Field(0.3, ge=0.0, lt=1.0, description="before the CRF, Table 5: 0.3")
     relative: Literal["blocked", "naive"] = Field(
-        "blocked", description="how R is computed: blocked (memory O(L^2 heads)) or naive (O(L^2 d_model))")
+        "blocked", description="how R is computed: blocked (memory O(L^2 heads)) or naive (O(L^2 d_model))"
+    )
 
     def check(self, input_dim: int, published: Mapping[str, int]) -> None:
         if self.d_model % self.heads:
             raise ConfigCheckError("heads", f"{self.heads} heads do not divide d_model {self.d_model}")
         if self.lattice is not None and self.lattice not in published:
-            raise ConfigCheckError("lattice", f"no feature '{self.lattice}' publishes lattice words: add "
-                                              f"'{self.lattice}: {{type: lattice}}' to model.embedder.features")
+            raise ConfigCheckError(
+                "lattice",
+                f"no feature '{self.lattice}' publishes lattice words: add "
+                f"'{self.lattice}: {{type: lattice}}' to model.embedder.features",
+            )
 
     def output_dim(self, input_dim: int) -> int:
         return self.d_model
 
-    def build(self, input_dim: int) -> "FlatEncoder":
+    def build(self, input_dim: int) -> FlatEncoder:
         return self.build_in(input_dim, {})
 
-    def build_in(self, input_dim: int, published: Mapping[str, int]) -> "FlatEncoder":
+    def build_in(self, input_dim: int, published: Mapping[str, int]) -> FlatEncoder:
         self.check(input_dim, published)
         word_dim = published[self.lattice] if self.lattice is not None else None
         return FlatEncoder(self, input_dim, word_dim)
@@ -116,8 +125,9 @@ def sinusoid(values: Tensor, dim: int) -> Tensor:
     return out
 
 
-def span_distances(heads: Tensor, tails: Tensor, rows: slice = slice(None),
-                   cols: slice = slice(None)) -> dict[str, Tensor]:
+def span_distances(
+    heads: Tensor, tails: Tensor, rows: slice = slice(None), cols: slice = slice(None)
+) -> dict[str, Tensor]:
     """The four distance matrices (Eqs. 4-7) for query spans ``rows`` and key spans ``cols``: kind ->
     (batch, rows, cols) long."""
     hi, ti = heads[:, rows, None], tails[:, rows, None]  # (batch, rows, 1)
@@ -125,8 +135,9 @@ def span_distances(heads: Tensor, tails: Tensor, rows: slice = slice(None),
     return {"hh": hi - hj, "th": ti - hj, "ht": hi - tj, "tt": ti - tj}
 
 
-def lattice_mask(heads: Tensor, tails: Tensor, key_mask: Tensor, num_chars: int, self_matched: bool,
-                 max_distance: int | None) -> Tensor:
+def lattice_mask(
+    heads: Tensor, tails: Tensor, key_mask: Tensor, num_chars: int, self_matched: bool, max_distance: int | None
+) -> Tensor:
     """Which spans each span may attend to: (batch, L, L) bool. Keys must be real spans; FLAT_msm removes a
     character's self-matched words (head_j <= i <= tail_j for a word j), FLAT_mld spans more than
     ``max_distance`` apart (the gap between the spans, 0 when they overlap)."""
@@ -175,7 +186,7 @@ class RelativeSpanEncoding(nn.Module):
         characters (head = tail = position), whose pairs go through :meth:`_toeplitz`."""
         if self.naive:
             return torch.einsum("bhie,bije->bhij", qr, self.naive_r(heads, tails))
-        b, _, length, d = qr.shape
+        _b, _, length, _d = qr.shape
         if self.fixed_span is not None:  # a traced graph: no sizes read from the data
             table, offset = self.tables(self.fixed_span, qr.device)
             return self._block(qr, table, heads, tails, slice(None), slice(None), offset)
@@ -203,8 +214,9 @@ class RelativeSpanEncoding(nn.Module):
         index = (steps[:, None] - steps[None, :] + offset).expand(*qr.shape[:2], n, n)  # (batch, heads, n, n)
         return products.gather(-1, index)
 
-    def _rows(self, qr: Tensor, table: Tensor, heads: Tensor, tails: Tensor, first: int, cols: slice,
-              offset: int) -> Tensor:
+    def _rows(
+        self, qr: Tensor, table: Tensor, heads: Tensor, tails: Tensor, first: int, cols: slice, offset: int
+    ) -> Tensor:
         """Query spans first .. first + qr.shape[2] against key spans ``cols``: in one piece when R is small,
         else in blocks of rows (recomputed in the backward pass instead of stored)."""
         b, _, length, d = qr.shape
@@ -215,15 +227,16 @@ class RelativeSpanEncoding(nn.Module):
         out = []
         for start in range(0, length, rows):
             sl = slice(first + start, first + min(start + rows, length))
-            part = qr[:, :, start: start + rows]
+            part = qr[:, :, start : start + rows]
             if torch.is_grad_enabled() and (qr.requires_grad or table.requires_grad):
                 out.append(checkpoint(self._block, part, table, heads, tails, sl, cols, offset, use_reentrant=False))
             else:
                 out.append(self._block(part, table, heads, tails, sl, cols, offset))
         return torch.cat(out, dim=2)
 
-    def _block(self, qr: Tensor, table: Tensor, heads: Tensor, tails: Tensor, rows: slice, cols: slice,
-               offset: int) -> Tensor:
+    def _block(
+        self, qr: Tensor, table: Tensor, heads: Tensor, tails: Tensor, rows: slice, cols: slice, offset: int
+    ) -> Tensor:
         """Query spans ``rows`` against key spans ``cols``: (batch, heads, rows, cols)."""
         r = None if torch.jit.is_tracing() else self._by_lengths(table, heads, tails, rows, cols, offset)
         if r is None:  # R's four lookups, summed, then the ReLU
@@ -234,8 +247,9 @@ class RelativeSpanEncoding(nn.Module):
             r = torch.relu_(r)
         return torch.einsum("bhie,bije->bhij", qr, r)  # (batch, heads, rows, cols)
 
-    def _by_lengths(self, table: Tensor, heads: Tensor, tails: Tensor, rows: slice, cols: slice,
-                    offset: int) -> Tensor | None:
+    def _by_lengths(
+        self, table: Tensor, heads: Tensor, tails: Tensor, rows: slice, cols: slice, offset: int
+    ) -> Tensor | None:
         """R (batch, rows, cols, d_model) by one lookup in a table of ReLU'd sums, or None when that table
         would exceed a block.
 
@@ -264,7 +278,8 @@ class RelativeSpanEncoding(nn.Module):
             sums = part if sums is None else sums + part
         sums = torch.relu(sums.expand(len(a_values), len(b_values), width, -1)).reshape(-1, self.d_model)
         index = (a_index[:, :, None] * len(b_values) + b_index[:, None, :]) * width + (
-            hi[:, :, None] - hj[:, None, :] + offset)  # (batch, rows, cols) row of ``sums``
+            hi[:, :, None] - hj[:, None, :] + offset
+        )  # (batch, rows, cols) row of ``sums``
         return nn.functional.embedding(index, sums)  # (batch, rows, cols, d_model)
 
 

@@ -1,7 +1,7 @@
 """GCDT's encoders (Liu et al. 2019, paper 004): deep-transition RNN layers and the global contextual
 encoder.
 
-``dt``: a (bi)directional deep-transition RNN (see :mod:`seqlab.dt`), or a conventional GRU with
+``dt``: a (bi)directional deep-transition RNN (see :mod:`seqlab.nn.dt`), or a conventional GRU with
 ``cell: gru``; ``layers > 1`` stacks them (the "stacked DT" of Table 6).
 
 ``global_context``: an independent bidirectional DT over the layer's input, pooled over the sentence
@@ -19,10 +19,10 @@ import torch
 from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.dropout import Dropout
-from seqlab.dt import BiDTRNN, DTRNN
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
+from seqlab.nn.dt import DTRNN, BiDTRNN
 from seqlab.registry import ConfigCheckError, LayerConfig, check_error
 
 
@@ -32,14 +32,21 @@ class DTOptions(LayerConfig):
     transitions: int = Field(4, ge=0, le=16, description="T-GRUs after the L-GRU per token (L); 4 in the paper")
     cell: Literal["dt", "gru"] = Field("dt", description="dt: L-GRU + L T-GRUs; gru: a conventional GRU baseline")
     layer_norm: bool = Field(False, description="layer-normalised gates (an option of the authors' code)")
-    cell_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on the state between transitions "
-                                                                 "(an option of the authors' code)")
-    position_signal: bool = Field(False, description="add a sinusoidal position signal to the inputs "
-                                                     "(an option of the authors' code)")
+    cell_dropout: float = Field(
+        0.0, ge=0.0, lt=1.0, description="dropout on the state between transitions (an option of the authors' code)"
+    )
+    position_signal: bool = Field(
+        False, description="add a sinusoidal position signal to the inputs (an option of the authors' code)"
+    )
 
     def rnn_options(self) -> dict:
-        return {"transitions": self.transitions, "cell": self.cell, "layer_norm": self.layer_norm,
-                "cell_dropout": self.cell_dropout, "position_signal": self.position_signal}
+        return {
+            "transitions": self.transitions,
+            "cell": self.cell,
+            "layer_norm": self.layer_norm,
+            "cell_dropout": self.cell_dropout,
+            "position_signal": self.position_signal,
+        }
 
 
 def _even(v: int) -> int:
@@ -51,23 +58,32 @@ def _even(v: int) -> int:
 @ENCODERS.register
 class DTConfig(EncoderConfig, DTOptions):
     type: Literal["dt"] = "dt"
-    hidden: int = Field(512, gt=0, le=16384, description="output size, both directions together: the paper's "
-                                                         "sequence labeling encoder has 256 per direction")
+    hidden: int = Field(
+        512,
+        gt=0,
+        le=16384,
+        description="output size, both directions together: the paper's "
+        "sequence labeling encoder has 256 per direction",
+    )
     layers: int = Field(1, gt=0, le=8, description="stacked DT layers (Table 6's stacked-DT: 2)")
     bidirectional: bool = Field(True, description="the paper's encoders are bidirectional")
     dropout: float = Field(0.3, ge=0.0, lt=1.0, description="on the hidden states, 0.3 in the paper")
 
     @model_validator(mode="after")
-    def _hidden_even(self) -> "DTConfig":
+    def _hidden_even(self) -> DTConfig:
         if self.bidirectional and self.hidden % 2:
-            raise check_error(ConfigCheckError("hidden", f"a bidirectional layer's size must be even (two "
-                                                         f"directions of hidden/2), got {self.hidden}"))
+            raise check_error(
+                ConfigCheckError(
+                    "hidden",
+                    f"a bidirectional layer's size must be even (two directions of hidden/2), got {self.hidden}",
+                )
+            )
         return self
 
     def output_dim(self, input_dim: int) -> int:
         return self.hidden
 
-    def build(self, input_dim: int) -> "DTEncoder":
+    def build(self, input_dim: int) -> DTEncoder:
         return DTEncoder(input_dim, self)
 
 
@@ -93,12 +109,13 @@ class DTEncoder(Encoder):
 @ENCODERS.register
 class GlobalContextConfig(EncoderConfig, DTOptions):
     type: Literal["global_context"] = "global_context"
-    hidden: int = Field(256, gt=0, le=16384, description="size of g: the paper's global encoder has 128 per "
-                                                         "direction")
+    hidden: int = Field(256, gt=0, le=16384, description="size of g: the paper's global encoder has 128 per direction")
     pooling: Literal["mean", "max", "attention"] = Field("mean", description="over the sentence (Eq. 4: mean)")
     placement: Literal["encoder_input", "decoder_input", "softmax_input"] = Field(
-        "encoder_input", description="where g goes (Table 5): appended to each token's input of the next "
-                                     "layer (Eq. 3), or only published for a decoder that reads it")
+        "encoder_input",
+        description="where g goes (Table 5): appended to each token's input of the next "
+        "layer (Eq. 3), or only published for a decoder that reads it",
+    )
     dropout: float = Field(0.3, ge=0.0, lt=1.0, description="on g")
 
     @field_validator("hidden")
@@ -112,7 +129,7 @@ class GlobalContextConfig(EncoderConfig, DTOptions):
     def published_sizes(self, input_dim: int) -> dict[str, int]:
         return {"global": self.hidden}
 
-    def build(self, input_dim: int) -> "GlobalContextEncoder":
+    def build(self, input_dim: int) -> GlobalContextEncoder:
         return GlobalContextEncoder(input_dim, self)
 
 

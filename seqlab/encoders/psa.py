@@ -81,16 +81,16 @@ form's by rounding (1e-6 at d = 300, tested), which left every tag of a trained 
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
-from seqlab.dropout import Dropout
 from seqlab.encoders.base import ENCODERS, Encoder, EncoderConfig
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
+from seqlab.nn.positions import sinusoidal_positions
 
 Variant = Literal["journal", "early"]
 
@@ -132,7 +132,7 @@ class AdditiveScores(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, w: Tensor) -> Tensor:
-        b, t, d = q.shape
+        b, t, _d = q.shape
         q2, k2 = q * 2.0, k * 2.0  # exact: sigmoid(2 (q_i + k_j)) sees the same values as tanh(q_i + k_j)
         out = q.new_empty(b, t, t)
         for bs, qs in _blocks(q):
@@ -166,6 +166,7 @@ def additive_scores_traced(q: Tensor, k: Tensor, w: Tensor) -> Tensor:
 # Position helpers (pure functions of the length: shared by the layer and easy to test)
 # ---------------------------------------------------------------------------------------------
 
+
 def gaussian_bias(seq_len: int, window: int, device: torch.device | None = None) -> Tensor:
     """G_ij = -(i - j)^2 / (2 eps^2) with eps = window / 2 (Eq. 10). Shape (seq_len, seq_len)."""
     pos = torch.arange(seq_len, device=device, dtype=torch.float32)
@@ -186,19 +187,10 @@ def signed_relative_index(seq_len: int, r: int, device: torch.device | None = No
     return (pos[:, None] - pos[None, :]).clamp(-r, r) + r  # (seq, seq) in 0..2r
 
 
-def sinusoidal_positions(seq_len: int, dim: int, device: torch.device | None = None) -> Tensor:
-    """Vaswani et al.'s absolute encoding: sin on even features, cos on odd. Shape (seq_len, dim)."""
-    pos = torch.arange(seq_len, device=device, dtype=torch.float32)[:, None]  # (seq, 1)
-    freq = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32)
-                     * (-math.log(10000.0) / dim))  # (ceil(dim/2),)
-    angle = pos * freq  # (seq, ceil(dim/2))
-    # interleaved without in-place slice writes (which tracing for export does not follow)
-    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(1)[:, :dim]  # (seq, dim)
-
-
 # ---------------------------------------------------------------------------------------------
 # Configs
 # ---------------------------------------------------------------------------------------------
+
 
 @ENCODERS.register
 class PSAFusionConfig(EncoderConfig):
@@ -206,33 +198,51 @@ class PSAFusionConfig(EncoderConfig):
 
     type: Literal["psa_fusion"] = "psa_fusion"
     variant: Variant = Field(
-        "journal", description="journal: Psi = M + aG + (1-a)P, |i-j| table R (Eq. 4, 11); "
-                               "early: Psi = a1 M + a2 P + a3 G, signed table W3 (conf. Eq. 8, 11)")
-    window: int = Field(10, gt=0, le=512, description="window size k: eps = k/2 and clipping r = k; 10 is "
-                                              "the paper's best (Fig. 5)")
+        "journal",
+        description="journal: Psi = M + aG + (1-a)P, |i-j| table R (Eq. 4, 11); "
+        "early: Psi = a1 M + a2 P + a3 G, signed table W3 (conf. Eq. 8, 11)",
+    )
+    window: int = Field(
+        10, gt=0, le=512, description="window size k: eps = k/2 and clipping r = k; 10 is the paper's best (Fig. 5)"
+    )
     self_mask: bool = Field(True, description="self-disabled mask M (Eq. 9); off for Table VII")
     gaussian: bool = Field(True, description="distance-aware Gaussian bias G (Eq. 10); off for Table VII")
-    position_bias: bool = Field(True, description="token-specific position bias P (Eq. 11); off for "
-                                                  "Table VII")
-    use_psi: bool = Field(True, description="False drops the whole positional bias Psi (M included): "
-                                            "plain additive attention, Table VI model 1")
+    position_bias: bool = Field(True, description="token-specific position bias P (Eq. 11); off for Table VII")
+    use_psi: bool = Field(
+        True,
+        description="False drops the whole positional bias Psi (M included): "
+        "plain additive attention, Table VI model 1",
+    )
     position_encoding: Literal["none", "absolute"] = Field(
-        "none", description="'absolute' adds sinusoidal position embeddings to the input: Table VI model 2")
+        "none", description="'absolute' adds sinusoidal position embeddings to the input: Table VI model 2"
+    )
     fc_layers: bool = Field(True, description="the two tanh FC layers after attention (Eq. 12)")
-    gate: bool = Field(True, description="feature-wise fusion gate (Eqs. 13-14); off: output is "
-                                         "[x; s~] (2 x input_dim), see module docstring")
-    attention_dropout: float = Field(0.2, ge=0.0, lt=1.0, description="dropout on the attention "
-                                                                      "output, 0.2 as in the paper (V-B)")
+    gate: bool = Field(
+        True,
+        description="feature-wise fusion gate (Eqs. 13-14); off: output is "
+        "[x; s~] (2 x input_dim), see module docstring",
+    )
+    attention_dropout: float = Field(
+        0.2, ge=0.0, lt=1.0, description="dropout on the attention output, 0.2 as in the paper (V-B)"
+    )
 
     def output_dim(self, input_dim: int) -> int:
         return input_dim if self.gate else 2 * input_dim
 
-    def build(self, input_dim: int) -> "PSAFusionEncoder":
+    def build(self, input_dim: int) -> PSAFusionEncoder:
         return PSAFusionEncoder(
-            input_dim, variant=self.variant, window=self.window, self_mask=self.self_mask,
-            gaussian=self.gaussian, position_bias=self.position_bias, use_psi=self.use_psi,
-            position_encoding=self.position_encoding, fc_layers=self.fc_layers, gate=self.gate,
-            attention_dropout=self.attention_dropout)
+            input_dim,
+            variant=self.variant,
+            window=self.window,
+            self_mask=self.self_mask,
+            gaussian=self.gaussian,
+            position_bias=self.position_bias,
+            use_psi=self.use_psi,
+            position_encoding=self.position_encoding,
+            fc_layers=self.fc_layers,
+            gate=self.gate,
+            attention_dropout=self.attention_dropout,
+        )
 
 
 @ENCODERS.register
@@ -250,12 +260,20 @@ class SANConfig(PSAFusionConfig):
 # Modules
 # ---------------------------------------------------------------------------------------------
 
+
 class PositionAwareAttention(nn.Module):
     """Additive self-attention with the positional bias Psi (Eqs. 4-11). Returns weights only."""
 
-    def __init__(self, dim: int, variant: Variant = "journal", window: int = 10,
-                 self_mask: bool = True, gaussian: bool = True, position_bias: bool = True,
-                 use_psi: bool = True):
+    def __init__(
+        self,
+        dim: int,
+        variant: Variant = "journal",
+        window: int = 10,
+        self_mask: bool = True,
+        gaussian: bool = True,
+        position_bias: bool = True,
+        use_psi: bool = True,
+    ):
         super().__init__()
         if variant not in ("journal", "early"):
             raise ValueError(f"unknown PSA variant {variant!r}")
@@ -268,7 +286,7 @@ class PositionAwareAttention(nn.Module):
         self.position_bias = use_psi and position_bias
 
         self.w1 = nn.Linear(dim, dim, bias=False)  # W(1) x_i
-        self.w2 = nn.Linear(dim, dim, bias=True)   # W(2) x_j + b
+        self.w2 = nn.Linear(dim, dim, bias=True)  # W(2) x_j + b
         self.score = nn.Linear(dim, 1, bias=False)  # w^T sigma(.)
         if variant == "journal":
             self.rel = nn.Parameter(torch.empty(self.r + 1, dim))  # R, rows 0..r
@@ -321,9 +339,9 @@ class PositionAwareAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """Attention weights (batch, T, T): rows sum to 1 over allowed keys; 0 where no key is allowed."""
-        b, t, _ = x.shape
+        _b, t, _ = x.shape
         query = self.w1(x)  # (batch, T, d): W1 x_i
-        key = self.w2(x)    # (batch, T, d): W2 x_j + b
+        key = self.w2(x)  # (batch, T, d): W2 x_j + b
         w = self.score.weight.squeeze(0)  # (d,)
         if torch.jit.is_tracing():  # export: in one piece (the blocks are sized from the data)
             scores = additive_scores_traced(query, key, w)  # (batch, T, T)
@@ -351,21 +369,30 @@ class PositionAwareAttention(nn.Module):
 class PSAFusionEncoder(Encoder):
     """Self-attentional context fusion layer (Fig. 3): PSA -> dropout -> 2 FC -> fusion gate."""
 
-    def __init__(self, input_dim: int, variant: Variant = "journal", window: int = 10,
-                 self_mask: bool = True, gaussian: bool = True, position_bias: bool = True,
-                 use_psi: bool = True, position_encoding: Literal["none", "absolute"] = "none",
-                 fc_layers: bool = True, gate: bool = True, attention_dropout: float = 0.2):
+    def __init__(
+        self,
+        input_dim: int,
+        variant: Variant = "journal",
+        window: int = 10,
+        self_mask: bool = True,
+        gaussian: bool = True,
+        position_bias: bool = True,
+        use_psi: bool = True,
+        position_encoding: Literal["none", "absolute"] = "none",
+        fc_layers: bool = True,
+        gate: bool = True,
+        attention_dropout: float = 0.2,
+    ):
         super().__init__()
         d = input_dim
-        self.attention = PositionAwareAttention(d, variant, window, self_mask, gaussian,
-                                                position_bias, use_psi)
+        self.attention = PositionAwareAttention(d, variant, window, self_mask, gaussian, position_bias, use_psi)
         self.position_encoding = position_encoding
         self.dropout = Dropout(attention_dropout)
-        self.fc1 = nn.Linear(d, d, bias=True) if fc_layers else None    # W(z1) s + b
-        self.fc2 = nn.Linear(d, d, bias=False) if fc_layers else None   # W(z2) (no bias in Eq. 12)
-        self.gate_x = nn.Linear(d, d, bias=False) if gate else None     # W(f1)
-        self.gate_s = nn.Linear(d, d, bias=False) if gate else None     # W(f2)
-        self.gate_out = nn.Linear(d, d, bias=False) if gate else None   # W(f3)
+        self.fc1 = nn.Linear(d, d, bias=True) if fc_layers else None  # W(z1) s + b
+        self.fc2 = nn.Linear(d, d, bias=False) if fc_layers else None  # W(z2) (no bias in Eq. 12)
+        self.gate_x = nn.Linear(d, d, bias=False) if gate else None  # W(f1)
+        self.gate_s = nn.Linear(d, d, bias=False) if gate else None  # W(f2)
+        self.gate_out = nn.Linear(d, d, bias=False) if gate else None  # W(f3)
         self.output_dim = d if gate else 2 * d
         self.reset_parameters()
 

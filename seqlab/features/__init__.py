@@ -9,5 +9,17 @@ from seqlab.features.contextual import ContextualConfig
 from seqlab.features.lattice import LatticeConfig
 from seqlab.features.words import WordsConfig
 
-__all__ = ["FEATURES", "FeatureConfig", "FeatureModule", "Featurizer", "BigramsConfig", "CasingConfig", "CharsConfig", "ContextualConfig", "LatticeConfig",
-           "WordsConfig", "CharCNN", "CharLSTM"]
+__all__ = [
+    "FEATURES",
+    "BigramsConfig",
+    "CasingConfig",
+    "CharCNN",
+    "CharLSTM",
+    "CharsConfig",
+    "ContextualConfig",
+    "FeatureConfig",
+    "FeatureModule",
+    "Featurizer",
+    "LatticeConfig",
+    "WordsConfig",
+]

@@ -18,11 +18,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.data.token_types import PerType, TypedTokens
 from seqlab.data.vocab import Vocab
 from seqlab.errors import SeqlabError
+from seqlab.nn.context import Context
 from seqlab.registry import LayerConfig, Registry
 
 FEATURES: Registry = Registry("feature")
@@ -39,7 +39,7 @@ class FeatureConfig(LayerConfig):
         embeddings), for encoders built on it; None when it publishes nothing."""
         return None
 
-    def build(self, name: str) -> "Featurizer":
+    def build(self, name: str) -> Featurizer:
         raise NotImplementedError
 
 
@@ -62,7 +62,7 @@ class Featurizer(ABC):
     def __init__(self, name: str, config: FeatureConfig):
         self.name, self.config = name, config
 
-    def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
+    def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:  # noqa: B027 - optional
         """Build the vocabulary from training sentences; ``other`` (dev/test) may only add words that
         have pre-trained vectors. Stateless featurizers do nothing."""
 

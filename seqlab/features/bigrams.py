@@ -14,8 +14,8 @@ from torch import Tensor
 
 from seqlab.data.sentence import Sentence
 from seqlab.features.base import FEATURES, FeatureConfig, VocabFeaturizer, pad_ids
+from seqlab.features.vectors import fit_vocab_and_table
 from seqlab.features.words import WordEmbedding
-from seqlab.vectors import fit_vocab_and_table
 
 END = "</s>"
 
@@ -24,15 +24,18 @@ END = "</s>"
 class BigramsConfig(FeatureConfig):
     type: Literal["bigrams"] = "bigrams"
     dim: int = Field(50, gt=0, le=4096, description="the bigram vectors of Zhang and Yang are 50d")
-    pretrained: str | None = Field(None, description="a bigram vectors file (GloVe/word2vec text), or None: "
-                                                     "none is available offline here, so trained from scratch")
+    pretrained: str | None = Field(
+        None,
+        description="a bigram vectors file (GloVe/word2vec text), or None: "
+        "none is available offline here, so trained from scratch",
+    )
     freeze: bool = Field(False, description="fine-tuned, as FLAT")
     min_count: int = Field(1, ge=1, le=1_000_000, description="bigrams seen fewer times map to <unk>")
 
     def output_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "BigramsFeaturizer":
+    def build(self, name: str) -> BigramsFeaturizer:
         return BigramsFeaturizer(name, self)
 
 
@@ -52,14 +55,16 @@ class BigramsFeaturizer(VocabFeaturizer):
         c = self.config
         counts = Counter(b for s in train for b in bigrams(s.tokens))
         others = {b for s in other for b in bigrams(s.tokens)} if c.pretrained else set()
-        vocab, self._init = fit_vocab_and_table(counts, others, c.pretrained, c.dim, c.min_count, seed,
-                                                key=f"model.embedder.features.{self.name}.dim")
+        vocab, self._init = fit_vocab_and_table(
+            counts, others, c.pretrained, c.dim, c.min_count, seed, key=f"model.embedder.features.{self.name}.dim"
+        )
         self.set_vocab(vocab)
 
     def encode(self, sentence: Sentence) -> np.ndarray:
         index = self.vocab.index
-        return np.fromiter((index(b) for b in bigrams(sentence.tokens)), dtype=np.int64,
-                           count=len(sentence.tokens))  # (seq_len,)
+        return np.fromiter(
+            (index(b) for b in bigrams(sentence.tokens)), dtype=np.int64, count=len(sentence.tokens)
+        )  # (seq_len,)
 
     def collate(self, items: list[np.ndarray], seq_len: int) -> dict[str, Tensor]:
         return {"ids": pad_ids(items, seq_len)}  # (batch, seq_len)

@@ -10,13 +10,22 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
 from seqlab.data.sentence import Sentence
+from seqlab.data.token_types import TypedTokens, TypeValues
 from seqlab.data.vocab import CASING_CLASSES, CHIU_NICHOLS_CLASSES, casing_class, chiu_nichols_class
 from seqlab.errors import SeqlabError
-from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, Featurizer, flat_tokens, memo_lookup,
-                                  memo_values, pad_flat, pad_ids)
-from seqlab.data.token_types import TypedTokens, TypeValues
+from seqlab.features.base import (
+    FEATURES,
+    FeatureConfig,
+    FeatureModule,
+    Featurizer,
+    flat_tokens,
+    memo_lookup,
+    memo_values,
+    pad_flat,
+    pad_ids,
+)
+from seqlab.nn.context import Context
 
 
 @FEATURES.register
@@ -24,10 +33,15 @@ class CasingConfig(FeatureConfig):
     type: Literal["casing"] = "casing"
     dim: int = Field(8, gt=0, le=1024, description="a small embedding of the casing class")
     classes: Literal["seqlab", "chiu_nichols"] = Field(
-        "seqlab", description="seqlab: 8 classes (lower, upper, title, mixed, numeric, has_digit, punct, other); "
-                              "chiu_nichols: 4 (upper, upper-initial, lower, mixed), as Li et al. 2019")
-    one_hot: bool = Field(False, description="a fixed one-hot vector per class instead of a trained "
-                                             "embedding (Li et al. 2019); dim is then the number of classes")
+        "seqlab",
+        description="seqlab: 8 classes (lower, upper, title, mixed, numeric, has_digit, punct, other); "
+        "chiu_nichols: 4 (upper, upper-initial, lower, mixed), as Li et al. 2019",
+    )
+    one_hot: bool = Field(
+        False,
+        description="a fixed one-hot vector per class instead of a trained "
+        "embedding (Li et al. 2019); dim is then the number of classes",
+    )
 
     @property
     def table(self) -> tuple[str, ...]:
@@ -36,7 +50,7 @@ class CasingConfig(FeatureConfig):
     def output_dim(self) -> int:
         return len(self.table) - 1 if self.one_hot else self.dim
 
-    def build(self, name: str) -> "CasingFeaturizer":
+    def build(self, name: str) -> CasingFeaturizer:
         return CasingFeaturizer(name, self)
 
 
@@ -74,8 +88,10 @@ class CasingFeaturizer(Featurizer):
 
     def load_state(self, state: Any, where: str) -> None:
         if not isinstance(state, dict) or state.get("classes") != list(self.config.table):
-            raise SeqlabError(f"{where}.classes: the model's casing classes differ from this seqlab's "
-                              f"({', '.join(self.config.table)})")
+            raise SeqlabError(
+                f"{where}.classes: the model's casing classes differ from this seqlab's "
+                f"({', '.join(self.config.table)})"
+            )
 
     def encode(self, sentence: Sentence) -> np.ndarray:
         return np.array(memo_lookup(self._cache, sentence.tokens, self._classify), dtype=np.int64)  # (seq_len,)

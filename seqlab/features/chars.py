@@ -16,15 +16,23 @@ import torch
 from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
-from seqlab.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.data.vocab import Vocab
-from seqlab.features.base import (FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens, memo_lookup,
-                                  pad_flat, pad_ids)
 from seqlab.data.token_types import TypeArrays, TypedTokens, first_appearances
-from seqlab.lstm import BiLSTM
+from seqlab.data.vocab import Vocab
+from seqlab.features.base import (
+    FEATURES,
+    FeatureConfig,
+    FeatureModule,
+    VocabFeaturizer,
+    flat_tokens,
+    memo_lookup,
+    pad_flat,
+    pad_ids,
+)
+from seqlab.nn.context import Context
+from seqlab.nn.lstm import BiLSTM
+from seqlab.nn.versions import weights_key
 from seqlab.registry import ConfigCheckError, check_error
-from seqlab.versions import weights_key
 
 
 @FEATURES.register
@@ -34,10 +42,15 @@ class CharsConfig(FeatureConfig):
     dim: int = Field(30, gt=0, le=1024, description="30d character embeddings (Ma and Hovy; PSA paper)")
     hidden: int = Field(50, gt=0, le=4096, description="CNN filters, or BiLSTM total size (PSA paper: 100)")
     kernel: int | list[int] = Field(
-        3, description="CNN window of Ma and Hovy; a list (e.g. [1, 2, 3]) gives `hidden` filters per width, "
-                       "concatenated (Li et al. 2019: 20 per width 1-3)")
-    char_type: bool = Field(False, description="append a 4d one-hot character type (upper, lower, digit, "
-                                               "other) to each char embedding (Chiu and Nichols)")
+        3,
+        description="CNN window of Ma and Hovy; a list (e.g. [1, 2, 3]) gives `hidden` filters per width, "
+        "concatenated (Li et al. 2019: 20 per width 1-3)",
+    )
+    char_type: bool = Field(
+        False,
+        description="append a 4d one-hot character type (upper, lower, digit, "
+        "other) to each char embedding (Chiu and Nichols)",
+    )
     max_len: int = Field(30, gt=0, le=1000, description="longer tokens (URLs, numbers) are cut for the char encoder")
 
     @field_validator("kernel")
@@ -53,16 +66,17 @@ class CharsConfig(FeatureConfig):
         return [self.kernel] if isinstance(self.kernel, int) else list(self.kernel)
 
     @model_validator(mode="after")
-    def _even_lstm(self) -> "CharsConfig":
+    def _even_lstm(self) -> CharsConfig:
         if self.encoder == "lstm" and self.hidden % 2:
-            raise check_error(ConfigCheckError(
-                "hidden", f"a char BiLSTM needs an even size (two directions), got {self.hidden}"))
+            raise check_error(
+                ConfigCheckError("hidden", f"a char BiLSTM needs an even size (two directions), got {self.hidden}")
+            )
         return self
 
     def output_dim(self) -> int:
         return self.hidden * len(self.kernels) if self.encoder == "cnn" else self.hidden
 
-    def build(self, name: str) -> "CharsFeaturizer":
+    def build(self, name: str) -> CharsFeaturizer:
         return CharsFeaturizer(name, self)
 
 
@@ -113,8 +127,7 @@ class CharCNN(nn.Module):
     session); export traces the padded form (no data-dependent sizes), and the GPU runs it too.
     """
 
-    def __init__(self, num_chars: int, dim: int, filters: int, kernels: list[int] | int,
-                 types: Tensor | None = None):
+    def __init__(self, num_chars: int, dim: int, filters: int, kernels: list[int] | int, types: Tensor | None = None):
         super().__init__()
         self.chars = CharEmbedding(num_chars, dim, types)
         self.kernels = [kernels] if isinstance(kernels, int) else list(kernels)
@@ -137,7 +150,7 @@ class CharCNN(nn.Module):
             left = k // 2
             padded = nn.functional.pad(x, (0, 0, left, k - 1 - left))  # (words, chars + k - 1, d)
             # the k shifted views stacked last = padded.unfold(1, k, 1), in a form ONNX export can trace
-            steps = torch.stack([padded[:, i: i + x.shape[1]] for i in range(k)], dim=-1)  # (words, chars, d, k)
+            steps = torch.stack([padded[:, i : i + x.shape[1]] for i in range(k)], dim=-1)  # (words, chars, d, k)
             h = window(steps.flatten(2))  # (words, chars, filters)
             out.append(h.masked_fill(~char_mask, float("-inf")).max(dim=1).values)  # (words, filters)
         return out[0] if len(out) == 1 else torch.cat(out, dim=-1)
@@ -147,7 +160,7 @@ class CharCNN(nn.Module):
         (padding's embedding) that no window reaches from one word into the next: the window products run
         on the characters alone, and each word's max is a segment max. 1.3-1.5x the padded form's forward +
         backward on CoNLL-2000 training batches (BENCHMARKS.md, thirteenth session)."""
-        words, width = chars.shape
+        _words, width = chars.shape
         real = chars.ne(0)  # (words, width): characters come first, then padding
         lengths = real.sum(1)  # (words,) >= 1: an empty token is encoded as one unknown character
         gap = max(max(k // 2, k - 1 - k // 2) for k in self.kernels)  # zeros between two words
@@ -173,10 +186,10 @@ def _windows(padded: Tensor, total: int, k: int) -> Tensor:
     ``torch.stack`` (CoNLL-2000 test's new words); with them stacked, whose backward is the faster one
     (1.18x a training batch's char CNN forward + backward). The same values either way."""
     if torch.is_grad_enabled():
-        return torch.stack([padded[i: i + total] for i in range(k)], dim=-1).flatten(1)
+        return torch.stack([padded[i : i + total] for i in range(k)], dim=-1).flatten(1)
     steps = padded.new_empty(total, padded.shape[1], k)  # (total, d, k)
     for i in range(k):
-        steps[:, :, i] = padded[i: i + total]
+        steps[:, :, i] = padded[i : i + total]
     return steps.flatten(1)
 
 
@@ -257,7 +270,7 @@ class TokenMemo:
         taken[inside] = self.hashes[at[inside]] == hashes[first][inside]
         keep, at = first[~taken], at[~taken]  # (kept,) which tokens, and where their hashes go
         start, n = self.used, len(keep)
-        self.table[start: start + n] = vectors[torch.from_numpy(keep)]
+        self.table[start : start + n] = vectors[torch.from_numpy(keep)]
         self.used += n
         width = max(ids.shape[1], self.chars.shape[1])
         if self.used > len(self.chars) or width > self.chars.shape[1]:  # grow: rows doubling, columns as needed
@@ -265,9 +278,9 @@ class TokenMemo:
             grown[: len(self.chars), : self.chars.shape[1]] = self.chars
             self.chars = grown
             self.lengths = np.concatenate([self.lengths, np.zeros(len(grown) - len(self.lengths), dtype=np.int64)])
-        self.chars[start: start + n, : ids.shape[1]] = ids[keep]
-        self.chars[start: start + n, ids.shape[1]:] = 0
-        self.lengths[start: start + n] = np.count_nonzero(ids[keep], axis=1)
+        self.chars[start : start + n, : ids.shape[1]] = ids[keep]
+        self.chars[start : start + n, ids.shape[1] :] = 0
+        self.lengths[start : start + n] = np.count_nonzero(ids[keep], axis=1)
         self.hashes = np.insert(self.hashes, at, hashes[keep])
         self.rows = np.insert(self.rows, at, start + np.arange(n))
 
@@ -298,7 +311,7 @@ class CharFeatures(FeatureModule):
         self.register_load_state_dict_post_hook(CharFeatures._forget)  # load_state_dict(assign=True) swaps them
 
     @staticmethod
-    def _forget(module: "CharFeatures", incompatible_keys=None) -> None:
+    def _forget(module: CharFeatures, incompatible_keys=None) -> None:
         """Drop the memo and the cached parameter list (weights loaded, moved or converted)."""
         module.__dict__.pop("_params", None)
         module._memo = None
@@ -332,7 +345,7 @@ class CharFeatures(FeatureModule):
     def _memoised(self, chars: Tensor) -> Tensor:
         """(distinct_tokens, out): memoised rows, the encoder run once on the rest. The lock is held to look
         rows up and to add new ones, not while the encoder runs: batches tagged side by side
-        (:func:`seqlab.devices.run_concurrently`) each encode their new tokens at the same time."""
+        (:func:`seqlab.runtime.devices.run_concurrently`) each encode their new tokens at the same time."""
         if len(chars) > MEMO_FLOATS // self.output_dim or chars.shape[1] > len(_MULTIPLIERS):
             return self.encoder(chars)  # more distinct tokens than a memo holds, or longer ones than it hashes
         ids = chars.numpy()  # (distinct_tokens, width)
@@ -391,24 +404,32 @@ class CharsFeaturizer(VocabFeaturizer):
         # ordinal of each known character -> its id as a character, unknown ones -> the unknown id: str.translate
         # then maps a whole text in C (ids must be code points UTF-32 can hold: below the surrogates)
         unk = vocab.unk_index
-        self._id_chars = (_IdChars({ord(c): chr(i) for c, i in vocab.stoi.items() if len(c) == 1}, chr(unk))
-                          if unk is not None and len(vocab) < 0xD800 else None)
+        self._id_chars = (
+            _IdChars({ord(c): chr(i) for c, i in vocab.stoi.items() if len(c) == 1}, chr(unk))
+            if unk is not None and len(vocab) < 0xD800
+            else None
+        )
 
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
         self.set_vocab(Vocab.from_counts(Counter(c for s in train for t in s.tokens for c in t)))
 
     def _char_ids(self, token: str) -> np.ndarray:
         chars = token[: self.config.max_len]
-        return (np.fromiter((self.vocab.index(c) for c in chars), dtype=np.int64, count=len(chars))
-                if chars else np.ones(1, dtype=np.int64))
+        return (
+            np.fromiter((self.vocab.index(c) for c in chars), dtype=np.int64, count=len(chars))
+            if chars
+            else np.ones(1, dtype=np.int64)
+        )
 
     def _char_id_rows(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Every token's :meth:`_char_ids` end to end (total,) and each one's count (tokens,): the characters of
         all tokens mapped to ids by one ``str.translate`` (0.3 against 3 us a new CoNLL-2000 token)."""
         if self._id_chars is None:
             arrays = [self._char_ids(t) for t in tokens]
-            return (np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64),
-                    np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays)))
+            return (
+                np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64),
+                np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays)),
+            )
         cut = [t[: self.config.max_len] for t in tokens]
         lengths = np.fromiter(map(len, cut), dtype=np.int64, count=len(cut))
         text = "".join(cut).translate(self._id_chars).encode("utf-32-le")
@@ -435,8 +456,10 @@ class CharsFeaturizer(VocabFeaturizer):
             return self.collate_sentences(typed.sentences, seq_len)
         self._by_type.ensure(typed)
         distinct, rows = typed.distinct()  # (distinct_tokens,), (tokens,)
-        return {"chars": torch.from_numpy(self._by_type.padded(distinct)),  # (distinct_tokens, max_word_len)
-                "rows": pad_flat(rows, typed.lengths, seq_len)}  # (batch, seq_len)
+        return {
+            "chars": torch.from_numpy(self._by_type.padded(distinct)),  # (distinct_tokens, max_word_len)
+            "rows": pad_flat(rows, typed.lengths, seq_len),
+        }  # (batch, seq_len)
 
     def collate(self, items: list[list[np.ndarray]], seq_len: int) -> dict[str, Tensor]:
         """Equal tokens share one char array (memoised), so each distinct token is stored once, in the order of

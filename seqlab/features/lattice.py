@@ -31,31 +31,38 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from seqlab.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.dropout import Dropout
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids, string_list
-from seqlab.lexicon import JIEBA, Lexicon
-from seqlab.vectors import fit_vocab_and_table
+from seqlab.features.lexicon import JIEBA, Lexicon
+from seqlab.features.vectors import fit_vocab_and_table
+from seqlab.nn.context import Context
+from seqlab.nn.dropout import Dropout
 
 
 @FEATURES.register
 class LatticeConfig(FeatureConfig):
     type: Literal["lattice"] = "lattice"
-    lexicon: str = Field(JIEBA, description="'jieba' (dict.txt of the jieba package), a word list (one word per "
-                                            "line, optional frequency after it) or a word-vectors file")
+    lexicon: str = Field(
+        JIEBA,
+        description="'jieba' (dict.txt of the jieba package), a word list (one word per "
+        "line, optional frequency after it) or a word-vectors file",
+    )
     lexicon_format: Literal["words", "vectors"] = Field(
-        "words", description="how to read a lexicon file: 'words' (word [frequency ...]) or 'vectors' "
-                             "(GloVe/word2vec text: the first column)")
+        "words",
+        description="how to read a lexicon file: 'words' (word [frequency ...]) or 'vectors' "
+        "(GloVe/word2vec text: the first column)",
+    )
     extra_words: str | None = Field(None, description="a word list of your own, added to the lexicon")
     min_length: int = Field(2, ge=2, le=100, description="FLAT's lexicon words have 2+ characters")
     max_length: int | None = Field(None, ge=2, le=1000, description="longer words are left out; None keeps all")
     min_freq: int = Field(1, ge=1, le=10**12, description="words whose stated frequency is lower are left out")
     dim: int = Field(50, gt=0, le=4096, description="Zhang and Yang's word vectors are 50d")
     pretrained: str | None = Field(
-        None, description="word vectors (GloVe/word2vec text) for the word embeddings, or None: trained from "
-                          "scratch (no pre-trained Chinese vectors are available offline here)")
+        None,
+        description="word vectors (GloVe/word2vec text) for the word embeddings, or None: trained from "
+        "scratch (no pre-trained Chinese vectors are available offline here)",
+    )
     freeze: bool = Field(False, description="FLAT fine-tunes the word embeddings")
     min_count: int = Field(1, ge=1, le=1_000_000, description="words matched fewer times in training share <unk>")
     dropout: float = Field(0.5, ge=0.0, lt=1.0, description="on the word embeddings: FLAT's embedding dropout")
@@ -66,7 +73,7 @@ class LatticeConfig(FeatureConfig):
     def published_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "LatticeFeaturizer":
+    def build(self, name: str) -> LatticeFeaturizer:
         return LatticeFeaturizer(name, self)
 
 
@@ -100,15 +107,18 @@ class LatticeFeaturizer(VocabFeaturizer):
         if self.lexicon is None:
             c = self.config
             try:
-                self.lexicon = Lexicon.load(c.lexicon, c.lexicon_format, c.min_length, c.max_length, c.min_freq,
-                                            c.extra_words)
+                self.lexicon = Lexicon.load(
+                    c.lexicon, c.lexicon_format, c.min_length, c.max_length, c.min_freq, c.extra_words
+                )
             except SeqlabError as err:
                 if err.path is not None:
                     raise
                 raise SeqlabError(str(err), key=f"model.embedder.features.{self.name}.lexicon") from None
             if not len(self.lexicon):
-                raise SeqlabError("the lexicon has no word within the length limits",
-                                  key=f"model.embedder.features.{self.name}.lexicon")
+                raise SeqlabError(
+                    "the lexicon has no word within the length limits",
+                    key=f"model.embedder.features.{self.name}.lexicon",
+                )
         return self.lexicon
 
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
@@ -116,8 +126,9 @@ class LatticeFeaturizer(VocabFeaturizer):
         lexicon = self._lexicon()
         counts = Counter(m.word for s in train for m in lexicon.match(s.tokens))
         others = {m.word for s in other for m in lexicon.match(s.tokens)} if c.pretrained else set()
-        vocab, self._init = fit_vocab_and_table(counts, others, c.pretrained, c.dim, c.min_count, seed,
-                                                key=f"model.embedder.features.{self.name}.dim")
+        vocab, self._init = fit_vocab_and_table(
+            counts, others, c.pretrained, c.dim, c.min_count, seed, key=f"model.embedder.features.{self.name}.dim"
+        )
         self.set_vocab(vocab)
 
     def state(self) -> dict:
@@ -147,10 +158,12 @@ class LatticeFeaturizer(VocabFeaturizer):
         items = [a for _, a in items]
         width = max(a.shape[1] for a in items)
         counts = torch.tensor([a.shape[1] for a in items])
-        return {"ids": pad_ids([a[0] for a in items], width),  # (batch, words)
-                "heads": pad_ids([a[1] for a in items], width),  # (batch, words)
-                "tails": pad_ids([a[2] for a in items], width),  # (batch, words)
-                "mask": torch.arange(width)[None, :] < counts[:, None]}  # (batch, words)
+        return {
+            "ids": pad_ids([a[0] for a in items], width),  # (batch, words)
+            "heads": pad_ids([a[1] for a in items], width),  # (batch, words)
+            "tails": pad_ids([a[2] for a in items], width),  # (batch, words)
+            "mask": torch.arange(width)[None, :] < counts[:, None],
+        }  # (batch, words)
 
     def module(self) -> LatticeEmbedding:
         init = None if self._init is None else torch.from_numpy(self._init)

@@ -7,10 +7,11 @@ its vector becomes an extra row of the embedding (:class:`WordEmbedding`'s ``ext
 tables alike. In a fine-tuned table such a word gets its pre-trained vector as it is, un-tuned (the trained rows
 moved during training; the new one never did), which is still nearer its meaning than the UNK row. Words in the
 vocabulary keep their rows and their predictions exactly. Only the rows of the words met are read
-(:class:`seqlab.vectors.VectorIndex`), and the extra rows stop at :data:`seqlab.vectors.MAX_EXTRA_BYTES` (then
-UNK, with a warning). A vector file that is gone is a warning at load, and the words are UNK as before. The
-extra rows are not saved with the model, nor used by training (a model being trained never adds any), nor by
-an exported network (``seqlab export``): the ONNX engine runs batches with such words eagerly.
+(:class:`seqlab.features.vectors.VectorIndex`), and the extra rows stop at
+:data:`seqlab.features.vectors.MAX_EXTRA_BYTES` (then UNK, with a warning). A vector file that is gone is a warning at
+load, and the words are UNK as before. The extra rows are not saved with the model, nor used by training (a model being
+trained never adds any), nor by an exported network (``seqlab export``): the ONNX engine runs batches with such words
+eagerly.
 """
 
 from __future__ import annotations
@@ -27,14 +28,24 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from seqlab import rows
-from seqlab.context import Context
 from seqlab.data.sentence import Sentence
-from seqlab.data.vocab import normalize_word
-from seqlab.features.base import (FEATURES, MEMO_TOKENS, FeatureConfig, FeatureModule, VocabFeaturizer, flat_tokens,
-                                  memo_lookup, memo_values, pad_flat, pad_ids)
 from seqlab.data.token_types import TypedTokens, TypeValues
-from seqlab.vectors import MAX_EXTRA_BYTES, fit_vocab_and_table, source_of, vector_index, vector_source_present
+from seqlab.data.vocab import normalize_word
+from seqlab.features.base import (
+    FEATURES,
+    MEMO_TOKENS,
+    FeatureConfig,
+    FeatureModule,
+    VocabFeaturizer,
+    flat_tokens,
+    memo_lookup,
+    memo_values,
+    pad_flat,
+    pad_ids,
+)
+from seqlab.features.vectors import MAX_EXTRA_BYTES, fit_vocab_and_table, source_of, vector_index, vector_source_present
+from seqlab.nn import rows
+from seqlab.nn.context import Context
 
 log = logging.getLogger("seqlab")
 
@@ -44,7 +55,8 @@ class WordsConfig(FeatureConfig):
     type: Literal["words"] = "words"
     dim: int = Field(50, gt=0, le=4096, description="GloVe 6B 50d is the vector set available offline")
     pretrained: str | None = Field(
-        "glove-6b-50d", description="'glove-6b-50d' (PyPI package), a GloVe/word2vec text file (.gz ok), or None")
+        "glove-6b-50d", description="'glove-6b-50d' (PyPI package), a GloVe/word2vec text file (.gz ok), or None"
+    )
     freeze: bool = Field(False, description="the papers fine-tune the word embeddings")
     lowercase: bool = Field(True, description="GloVe 6B is uncased; casing is kept by the casing feature")
     min_count: int = Field(1, ge=1, le=1_000_000, description="keep every training word; rare ones still get trained")
@@ -53,7 +65,7 @@ class WordsConfig(FeatureConfig):
     def output_dim(self) -> int:
         return self.dim
 
-    def build(self, name: str) -> "WordsFeaturizer":
+    def build(self, name: str) -> WordsFeaturizer:
         return WordsFeaturizer(name, self)
 
 
@@ -65,7 +77,7 @@ class WordEmbedding(FeatureModule):
             self.embed.weight.data.copy_(init)
         self.embed.weight.requires_grad_(not freeze)
         self.output_dim = dim
-        rows.mark(self.embed.weight)  # read only through rows.lookup: SGD may update it by rows (seqlab.rows)
+        rows.mark(self.embed.weight)  # read only through rows.lookup: SGD may update it by rows (seqlab.nn.rows)
         self.register_state_dict_pre_hook(_flush_rows)
         # rows of words met after training (their pre-trained vectors), ids len(table) onwards: a plain attribute,
         # neither a parameter nor saved; filled by WordsFeaturizer (capacity, dim), the first extra_count in use
@@ -93,7 +105,7 @@ class WordEmbedding(FeatureModule):
 
 
 def _flush_rows(module: WordEmbedding, prefix: str, keep_vars: bool) -> None:
-    """Before a state_dict: the table's pending row updates applied (seqlab.rows)."""
+    """Before a state_dict: the table's pending row updates applied (seqlab.nn.rows)."""
     rows.flush(module.embed.weight)
 
 
@@ -129,8 +141,9 @@ class WordsFeaturizer(VocabFeaturizer):
         c = self.config
         counts = Counter(self._norm(t) for s in train for t in s.tokens)
         others = {self._norm(t) for s in other for t in s.tokens} if c.pretrained else set()
-        vocab, self._init = fit_vocab_and_table(counts, others, c.pretrained, c.dim, c.min_count, seed,
-                                                key=f"model.embedder.features.{self.name}.dim")
+        vocab, self._init = fit_vocab_and_table(
+            counts, others, c.pretrained, c.dim, c.min_count, seed, key=f"model.embedder.features.{self.name}.dim"
+        )
         self.set_vocab(vocab)
         self.vectors = source_of(c.pretrained)
 
@@ -170,8 +183,11 @@ class WordsFeaturizer(VocabFeaturizer):
         if not (self.open_vocabulary and self._module is not None):
             return
         stoi, extra, absent = self.vocab.stoi, self._extra_ids, self._absent
-        new = [w for w in dict.fromkeys(map(self._norm, tokens))  # in order of appearance
-               if w not in stoi and w not in extra and w not in absent]
+        new = [
+            w
+            for w in dict.fromkeys(map(self._norm, tokens))  # in order of appearance
+            if w not in stoi and w not in extra and w not in absent
+        ]
         if new:
             self._add_words(new)
 
@@ -184,8 +200,13 @@ class WordsFeaturizer(VocabFeaturizer):
             if self._index is None:
                 self._index = vector_index(self.vectors)
                 if self._index is not None and self._index.dim != self.config.dim:
-                    log.warning("word vectors %s have %d dimensions, the model's feature %d: words outside its "
-                                "vocabulary are UNK", self.vectors, self._index.dim, self.config.dim)
+                    log.warning(
+                        "word vectors %s have %d dimensions, the model's feature %d: words outside its "
+                        "vocabulary are UNK",
+                        self.vectors,
+                        self._index.dim,
+                        self.config.dim,
+                    )
                     self._index = None
                 if self._index is None:
                     self.open_vocabulary = False
@@ -201,8 +222,11 @@ class WordsFeaturizer(VocabFeaturizer):
                     continue
                 if m.extra_count >= limit:
                     self._full = True
-                    log.warning("feature %s: %d words added from the vectors, the most kept: further unknown words "
-                                "are UNK", self.name, m.extra_count)
+                    log.warning(
+                        "feature %s: %d words added from the vectors, the most kept: further unknown words are UNK",
+                        self.name,
+                        m.extra_count,
+                    )
                     return
                 if m.extra is None or m.extra_count == len(m.extra):
                     grown = np.zeros((min(limit, max(256, 2 * m.extra_count)), self.config.dim), dtype=np.float32)

@@ -1,2 +1,4 @@
-"""Adapters to other frameworks. Each lives in its own module and imports nothing from the framework until it is
-used, so ``import seqlab`` never needs them: ``seqlab.integrations.ray`` (Ray Data)."""
+"""Adapters to other frameworks, each in its own module, which ``import seqlab`` never imports:
+``seqlab.integrations.ray`` (Ray Data; imports nothing from Ray until it is used) and
+``seqlab.integrations.spacy`` (the spaCy pipeline component, ``nlp.add_pipe("seqlab")``; needs spaCy).
+"""

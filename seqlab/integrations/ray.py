@@ -45,12 +45,21 @@ class SeqlabPredictor:
     threads: PyTorch threads in this worker (Ray gives each worker ``OMP_NUM_THREADS`` = its CPUs).
     """
 
-    def __init__(self, model: str | Path, column: str | None = None, batch_size: int | None = None,
-                 max_length: int | None = None, confidence: bool = False, device: str = "cpu",
-                 threads: int | None = None):
+    def __init__(
+        self,
+        model: str | Path,
+        column: str | None = None,
+        batch_size: int | None = None,
+        max_length: int | None = None,
+        confidence: bool = False,
+        device: str = "cpu",
+        threads: int | None = None,
+    ):
         from seqlab.tagger import Tagger
+
         if threads is not None:
             import torch
+
             torch.set_num_threads(threads)
         self.tagger = Tagger.load(model, device)
         self.column, self.batch_size, self.max_length, self.confidence = column, batch_size, max_length, confidence
@@ -59,20 +68,23 @@ class SeqlabPredictor:
         """``batch``: a dict of NumPy arrays or a pandas DataFrame with the input column; returns the same kind
         of batch with ``tags`` and ``spans`` added (other columns untouched; token lists as lists of str)."""
         if not (isinstance(batch, dict) or hasattr(batch, "assign")):
-            raise TypeError(f"expected a batch as a dict of NumPy arrays or a pandas DataFrame, got "
-                            f"{type(batch).__name__} (use batch_format='numpy' or 'pandas')")
+            raise TypeError(
+                f"expected a batch as a dict of NumPy arrays or a pandas DataFrame, got "
+                f"{type(batch).__name__} (use batch_format='numpy' or 'pandas')"
+            )
         column = self._input_column(list(batch.keys()))
         inputs = [_sentence(row, column, i) for i, row in enumerate(batch[column])]
-        preds = self.tagger.predict(inputs, self.batch_size, max_length=self.max_length,
-                                    confidence=self.confidence)
+        preds = self.tagger.predict(inputs, self.batch_size, max_length=self.max_length, confidence=self.confidence)
         added = {"tags": [list(p.tags) for p in preds], "spans": [[self._span(s) for s in p.spans] for p in preds]}
         if not any(isinstance(x, str) for x in inputs):  # token lists go back as lists of str (NumPy arrays of
-            added[column] = inputs                       # objects would be stored pickled)
+            added[column] = inputs  # objects would be stored pickled)
         if isinstance(batch, dict):
             return {**batch, **{name: _objects(values) for name, values in added.items()}}
         import pandas as pd
-        return batch.assign(**{name: pd.Series(values, index=batch.index, dtype=object)
-                               for name, values in added.items()})
+
+        return batch.assign(
+            **{name: pd.Series(values, index=batch.index, dtype=object) for name, values in added.items()}
+        )
 
     def _input_column(self, names: list[str]) -> str:
         if self.column is not None:
@@ -82,8 +94,7 @@ class SeqlabPredictor:
         for name in INPUT_COLUMNS:
             if name in names:
                 return name
-        raise SeqlabError(f"expected a column 'tokens' (lists of strings) or 'text' (strings), got the columns "
-                          f"{names}")
+        raise SeqlabError(f"expected a column 'tokens' (lists of strings) or 'text' (strings), got the columns {names}")
 
     def _span(self, span) -> dict:
         out = {"type": span.type, "start": span.start, "end": span.end, "text": span.text}
@@ -97,8 +108,9 @@ def _sentence(row, column: str, i: int) -> str | list[str]:
     if isinstance(row, str):  # NumPy's str_ is a str
         return row
     if not isinstance(row, (Sequence, np.ndarray)):
-        raise SeqlabError(f"column '{column}', row {i}: expected a string or a list of token strings, got "
-                          f"{type(row).__name__}")
+        raise SeqlabError(
+            f"column '{column}', row {i}: expected a string or a list of token strings, got {type(row).__name__}"
+        )
     tokens = list(row)
     for t in tokens:
         if not isinstance(t, str) or not t.strip():
@@ -114,11 +126,17 @@ def _objects(values: list) -> np.ndarray:
     return out
 
 
-def tag_dataset(ds, model: str | Path, concurrency: int = 1, batch_size: int = 256, batch_format: str = "default",
-                **options):
+def tag_dataset(
+    ds, model: str | Path, concurrency: int = 1, batch_size: int = 256, batch_format: str = "default", **options
+):
     """``ds`` with ``tags`` and ``spans`` added: :class:`SeqlabPredictor` on a pool of ``concurrency`` Ray workers
     (``options``: its keyword arguments), ``batch_size`` rows per call. Lazy, as every Ray Data transformation."""
     from ray.data import ActorPoolStrategy  # map_batches(concurrency=N) says the same, deprecated since Ray 2.51
-    return ds.map_batches(SeqlabPredictor, fn_constructor_kwargs={"model": str(model), **options},
-                          compute=ActorPoolStrategy(size=concurrency), batch_size=batch_size,
-                          batch_format=batch_format)
+
+    return ds.map_batches(
+        SeqlabPredictor,
+        fn_constructor_kwargs={"model": str(model), **options},
+        compute=ActorPoolStrategy(size=concurrency),
+        batch_size=batch_size,
+        batch_format=batch_format,
+    )

@@ -10,7 +10,7 @@ import pytest
 from seqlab.config import DataConfig
 from seqlab.data.batching import Encoded, make_batches, split_padding
 from seqlab.data.corpus import load_corpus
-from seqlab.data.vocab import UNK, Vocab, casing_class, CASING_CLASSES, normalize_word
+from seqlab.data.vocab import CASING_CLASSES, UNK, Vocab, casing_class, normalize_word
 from tests.conftest import SAMPLE
 
 
@@ -41,12 +41,16 @@ def _parts_cost(sizes, cuts, overhead):
 
 def test_split_padding_is_optimal_against_every_cut():
     import itertools
+
     rng = random.Random(3)
     for _ in range(60):
         sizes = sorted(rng.randint(1, 40) for _ in range(rng.randint(1, 8)))
         overhead = rng.choice([0, 3, 20, 200])
-        brute = min(_parts_cost(sizes, list(c), overhead) for r in range(len(sizes))
-                    for c in itertools.combinations(range(1, len(sizes)), r))
+        brute = min(
+            _parts_cost(sizes, list(c), overhead)
+            for r in range(len(sizes))
+            for c in itertools.combinations(range(1, len(sizes)), r)
+        )
         cuts = split_padding(sizes, overhead)
         assert cuts == sorted(set(cuts)) and all(0 < c < len(sizes) for c in cuts)
         assert _parts_cost(sizes, cuts, overhead) == brute, (sizes, overhead)
@@ -65,6 +69,7 @@ def test_padding_split_batches_cover_everything_once():
 
 def test_vocab_min_count_and_unk():
     from collections import Counter
+
     v = Vocab.from_counts(Counter({"a": 3, "b": 1, "c": 2}), min_count=2)
     assert v.itos[:2] == ["<pad>", UNK] and "b" not in v and v.index("b") == v.index("zzz") == 1
     assert Vocab.from_list(v.to_list()).stoi == v.stoi
@@ -74,8 +79,15 @@ def test_lowercase_lookup_keeps_casing_feature():
     assert normalize_word("Paris", lowercase=True, replace_digits=False) == "paris"
     assert normalize_word("A1b2", lowercase=False, replace_digits=True) == "A0b0"
     names = {w: CASING_CLASSES[casing_class(w)] for w in ("Paris", "paris", "EU", "1996", "A4", ",", "McDonald")}
-    assert names == {"Paris": "title", "paris": "lower", "EU": "upper", "1996": "numeric", "A4": "has_digit",
-                     ",": "punct", "McDonald": "mixed"}
+    assert names == {
+        "Paris": "title",
+        "paris": "lower",
+        "EU": "upper",
+        "1996": "numeric",
+        "A4": "has_digit",
+        ",": "punct",
+        "McDonald": "mixed",
+    }
 
 
 def test_dev_hold_out_is_fixed_by_seed():
@@ -85,8 +97,9 @@ def test_dev_hold_out_is_fixed_by_seed():
     assert len(a.train) + len(a.dev) == 2500
     other = load_corpus(DataConfig(train=str(SAMPLE), label_column=2, dev_from_train=100, dev_seed=8))
     assert [s.tokens for s in other.dev] != [s.tokens for s in a.dev]
-    assert not {tuple(s.tokens) for s in a.dev} & {tuple(s.tokens) for s in a.train} - \
-        {tuple(s.tokens) for s in a.dev}  # held-out sentences are removed from training
+    assert not {tuple(s.tokens) for s in a.dev} & {tuple(s.tokens) for s in a.train} - {
+        tuple(s.tokens) for s in a.dev
+    }  # held-out sentences are removed from training
 
 
 @pytest.mark.parametrize("scheme", ["BIO"])
@@ -108,6 +121,7 @@ def test_collate_sentences_gives_collate_of_the_encoded_sentences(sizes, monkeyp
     from seqlab.features.casing import CasingConfig
     from seqlab.features.chars import CharsConfig
     from seqlab.features.words import WordsConfig
+
     rng = random.Random(sum(sizes))
     words = ["the", "The", "a", "bank", "2,000", "x" * 45, "", "of", "U.S."] + [f"w{k}" for k in range(40)]
     fit = [Sentence([rng.choice(words[:20]) for _ in range(8)]) for _ in range(5)]
@@ -116,9 +130,12 @@ def test_collate_sentences_gives_collate_of_the_encoded_sentences(sizes, monkeyp
         monkeypatch.setattr(chars_module, "COLLATE_VECTOR_FROM", vector_from)
         outputs = []
         for whole_batch in (False, True):
-            featurizers = {"word": WordsConfig(dim=4, pretrained=None).build("word"),
-                           "casing": CasingConfig().build("casing"), "char": CharsConfig(max_len=8).build("char"),
-                           "bigram": BigramsConfig(dim=4).build("bigram")}
+            featurizers = {
+                "word": WordsConfig(dim=4, pretrained=None).build("word"),
+                "casing": CasingConfig().build("casing"),
+                "char": CharsConfig(max_len=8).build("char"),
+                "bigram": BigramsConfig(dim=4).build("bigram"),
+            }
             for f in featurizers.values():
                 f.fit(fit, [], 1)
             if whole_batch:

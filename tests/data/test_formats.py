@@ -19,22 +19,29 @@ def lines(text: str) -> list[str]:
     return text.removesuffix("\n").split("\n") if text else []
 
 
-@pytest.mark.parametrize("text, fmt, width", [
-    (CONLL, "conll", 3),
-    (CONLL.replace("w5 NN I-NP", "w5 I-NP").replace("w17 NN I-NP", "w17 NN I-NP extra"), "conll", 3),  # ragged
-    ("w0 I-NP\n" + CONLL, "conll", 3),  # the first line is the odd one: the majority still decides
-    ("-DOCSTART- -X- O\n\n" + CONLL, "conll", 3),
-    ("".join(f"{c}\n" + ("\n" if i % 5 == 4 else "") for i, c in enumerate(PARAGRAPH)), "conll", 1),  # one char per line
-    ("".join(f"word{i}\n" + ("\n" if i % 6 == 5 else "") for i in range(30)), "conll", 1),  # one word per line
-    (f"{PARAGRAPH}\n\n{PARAGRAPH[:20]}\n\n{PARAGRAPH[5:]}\n", "raw", None),  # paragraphs between blank lines
-    (f"{PARAGRAPH}\n{PARAGRAPH[3:]}\n\n{PARAGRAPH}\n{PARAGRAPH[:25]}\n\n", "raw", None),  # wrapped paragraphs
-    (f"{PARAGRAPH[:12]}\n{PARAGRAPH[12:24]}\n{PARAGRAPH[24:]}\n", "raw", None),  # one sentence per line
-    ("He reckons the deficit will narrow .\nThe pound fell .\n", "raw", None),
-    ("Hello world\n\n", "raw", None),  # one line is not a sentence of tokens
-    ("a b\nc d\ne f\n", "raw", None),  # no blank line ends a sentence
-    ("", "raw", None),
-    ("\n\n \n", "raw", None),
-])
+@pytest.mark.parametrize(
+    "text, fmt, width",
+    [
+        (CONLL, "conll", 3),
+        (CONLL.replace("w5 NN I-NP", "w5 I-NP").replace("w17 NN I-NP", "w17 NN I-NP extra"), "conll", 3),  # ragged
+        ("w0 I-NP\n" + CONLL, "conll", 3),  # the first line is the odd one: the majority still decides
+        ("-DOCSTART- -X- O\n\n" + CONLL, "conll", 3),
+        (
+            "".join(f"{c}\n" + ("\n" if i % 5 == 4 else "") for i, c in enumerate(PARAGRAPH)),
+            "conll",
+            1,
+        ),  # one char per line
+        ("".join(f"word{i}\n" + ("\n" if i % 6 == 5 else "") for i in range(30)), "conll", 1),  # one word per line
+        (f"{PARAGRAPH}\n\n{PARAGRAPH[:20]}\n\n{PARAGRAPH[5:]}\n", "raw", None),  # paragraphs between blank lines
+        (f"{PARAGRAPH}\n{PARAGRAPH[3:]}\n\n{PARAGRAPH}\n{PARAGRAPH[:25]}\n\n", "raw", None),  # wrapped paragraphs
+        (f"{PARAGRAPH[:12]}\n{PARAGRAPH[12:24]}\n{PARAGRAPH[24:]}\n", "raw", None),  # one sentence per line
+        ("He reckons the deficit will narrow .\nThe pound fell .\n", "raw", None),
+        ("Hello world\n\n", "raw", None),  # one line is not a sentence of tokens
+        ("a b\nc d\ne f\n", "raw", None),  # no blank line ends a sentence
+        ("", "raw", None),
+        ("\n\n \n", "raw", None),
+    ],
+)
 def test_guess_format(text, fmt, width):
     guess = guess_format(lines(text))
     assert (guess.format, guess.width) == (fmt, width), guess.reason

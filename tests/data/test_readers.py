@@ -184,10 +184,12 @@ def test_ontonotes_dev_reads():
 ENDINGS = ("\n", "\r\n", "\r")
 # token characters include those that str.splitlines would split on (\x0b, \x0c, \x1c-\x1e, \x85, \u2028,
 # \u2029): inside a token they are text
-TOKEN = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=" \t\r\n\ufeff"),
-                min_size=1, max_size=4)
-SENTENCES = st.lists(st.lists(st.tuples(TOKEN, st.sampled_from(["O", "B-X", "I-X"])), min_size=1, max_size=5),
-                     min_size=1, max_size=6)
+TOKEN = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters=" \t\r\n\ufeff"), min_size=1, max_size=4
+)
+SENTENCES = st.lists(
+    st.lists(st.tuples(TOKEN, st.sampled_from(["O", "B-X", "I-X"])), min_size=1, max_size=5), min_size=1, max_size=6
+)
 
 
 def render(lines: list[str], endings: list[str], final: bool) -> str:
@@ -204,8 +206,12 @@ def render(lines: list[str], endings: list[str], final: bool) -> str:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(sentences=SENTENCES, endings=st.lists(st.sampled_from(ENDINGS), min_size=1, max_size=6),
-       final=st.booleans(), blanks=st.integers(1, 2))
+@given(
+    sentences=SENTENCES,
+    endings=st.lists(st.sampled_from(ENDINGS), min_size=1, max_size=6),
+    final=st.booleans(),
+    blanks=st.integers(1, 2),
+)
 def test_any_mix_of_line_endings_reads_as_newlines(tmp_path, sentences, endings, final, blanks):
     lines: list[str] = []
     for sentence in sentences:

@@ -89,22 +89,22 @@ def test_convert_round_trip(rng, length, src, dst):
 
 
 def test_convert_examples():
-    bio = "B-PER I-PER O B-LOC B-LOC I-LOC I-LOC".split()
-    assert convert(bio, "BIO", "BIOES") == "B-PER E-PER O S-LOC B-LOC I-LOC E-LOC".split()
-    assert convert(bio, "BIO", "BMES") == "B-PER E-PER O S-LOC B-LOC M-LOC E-LOC".split()
-    assert convert(bio, "BIO", "IOB1") == "I-PER I-PER O I-LOC B-LOC I-LOC I-LOC".split()
-    assert convert("O I-PER".split(), "IOB1", "BIO") == ["O", "B-PER"]
+    bio = ["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC", "I-LOC"]
+    assert convert(bio, "BIO", "BIOES") == ["B-PER", "E-PER", "O", "S-LOC", "B-LOC", "I-LOC", "E-LOC"]
+    assert convert(bio, "BIO", "BMES") == ["B-PER", "E-PER", "O", "S-LOC", "B-LOC", "M-LOC", "E-LOC"]
+    assert convert(bio, "BIO", "IOB1") == ["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-LOC", "I-LOC"]
+    assert convert(["O", "I-PER"], "IOB1", "BIO") == ["O", "B-PER"]
 
 
 @pytest.mark.parametrize(
     "corpus, scheme",
     [
-        (["B-PER I-PER O".split(), "O B-LOC".split()], "BIO"),
-        (["I-PER I-PER O".split(), "O I-LOC B-LOC".split()], "IOB1"),
-        (["I-PER O".split(), "B-LOC".split()], "BIO"),  # a B- after O rules out IOB1
-        (["B-PER E-PER O S-LOC".split()], "BIOES"),
-        (["B-PER M-PER E-PER".split()], "BMES"),
-        (["S-PER O".split()], "BIOES"),
+        ([["B-PER", "I-PER", "O"], ["O", "B-LOC"]], "BIO"),
+        ([["I-PER", "I-PER", "O"], ["O", "I-LOC", "B-LOC"]], "IOB1"),
+        ([["I-PER", "O"], ["B-LOC"]], "BIO"),  # a B- after O rules out IOB1
+        ([["B-PER", "E-PER", "O", "S-LOC"]], "BIOES"),
+        ([["B-PER", "M-PER", "E-PER"]], "BMES"),
+        ([["S-PER", "O"]], "BIOES"),
         ([["O"]], "BIO"),
     ],
 )
@@ -158,7 +158,7 @@ def test_allowed_transitions_special_tags_isolated(scheme):
 
 def test_allowed_transitions_examples():
     vocab = ["O", "B-PER", "I-PER", "I-LOC", "E-PER"]
-    allowed, start, end = allowed_transitions(vocab, "BIO")
+    allowed, start, _end = allowed_transitions(vocab, "BIO")
     assert allowed[1][2] and not allowed[0][2] and not allowed[1][3]
     assert not start[2] and start[1]
     assert not any(allowed[4]) and not start[4]  # E- is not a BIO tag
@@ -212,8 +212,8 @@ def test_index_converter_takes_the_table_for_well_formed_input(monkeypatch):
     to_labels = IndexConverter(vocab, "BIOES", "BIO")
     calls = []
     monkeypatch.setattr(schemes, "convert", lambda *a: calls.append(a) or [])
-    ids = [vocab.index(t) for t in "B-PER E-PER O S-LOC".split()]
-    assert to_labels(ids) == "B-PER I-PER O B-LOC".split()
+    ids = [vocab.index(t) for t in ["B-PER", "E-PER", "O", "S-LOC"]]
+    assert to_labels(ids) == ["B-PER", "I-PER", "O", "B-LOC"]
     assert calls == []
     to_labels([vocab.index("E-PER")])  # malformed: falls back to the chunk route
     assert len(calls) == 1
@@ -256,9 +256,13 @@ def _line_of(corpus: list[list[str]], wanted) -> tuple[int, str] | None:
     return None
 
 
-CORPORA = st.builds(lambda rng, n, scheme, types: (scheme, _typed_corpus(rng, n, scheme, types)),
-                    st.randoms(use_true_random=False), st.integers(1, 12), st.sampled_from(SCHEMES),
-                    st.sampled_from([("PER", "LOC"), ("",)]))
+CORPORA = st.builds(
+    lambda rng, n, scheme, types: (scheme, _typed_corpus(rng, n, scheme, types)),
+    st.randoms(use_true_random=False),
+    st.integers(1, 12),
+    st.sampled_from(SCHEMES),
+    st.sampled_from([("PER", "LOC"), ("",)]),
+)
 
 
 @given(CORPORA)
@@ -293,18 +297,21 @@ def test_tags_outside_the_declared_scheme_are_refused_at_their_line(case, declar
     assert f"fit {fit}: set data.scheme to {fit}" in message and f"convert(tags, '{fit}', '{declared}')" in message
 
 
-@pytest.mark.parametrize("tags, declared, line, needles", [
-    ("B-LOC I-LOC O S-LOC", "BIO", 4, ["'S-LOC' is not a BIO tag", "fit BIOES", "S- becomes B-, E- becomes I-"]),
-    ("B-ORG M-ORG E-ORG", "IOB1", 2, ["'M-ORG' is not an IOB1 tag", "fit BMES"]),
-    ("B-PER I-PER O", "BMES", 2, ["'I-PER' is not a BMES tag", "fit BIO", "last I- becomes E-"]),
-    ("B-PER I-PER O", "BIOES", 1, ["no E- or S- tag", "fit BIO"]),
-    ("B-PER I-PER M-PER E-PER", "BMES", 2, ["'I-PER'", "mixes I- and M-"]),
-    ("B-PER I-PER O I", "BIO", 4, ["'I' has no type", "'B-PER' on line 1"]),
-    ("B I B-X", "BIO", 3, ["'B-X' has a type"]),
-    ("O B- I-X", "BIO", 2, ["'B-' has an empty type"]),
-    ("O-X", "BIO", 1, ["O takes no type"]),
-    ("X-NP", "BIO", 1, ["'X-NP' is not a chunk tag"]),
-])
+@pytest.mark.parametrize(
+    "tags, declared, line, needles",
+    [
+        ("B-LOC I-LOC O S-LOC", "BIO", 4, ["'S-LOC' is not a BIO tag", "fit BIOES", "S- becomes B-, E- becomes I-"]),
+        ("B-ORG M-ORG E-ORG", "IOB1", 2, ["'M-ORG' is not an IOB1 tag", "fit BMES"]),
+        ("B-PER I-PER O", "BMES", 2, ["'I-PER' is not a BMES tag", "fit BIO", "last I- becomes E-"]),
+        ("B-PER I-PER O", "BIOES", 1, ["no E- or S- tag", "fit BIO"]),
+        ("B-PER I-PER M-PER E-PER", "BMES", 2, ["'I-PER'", "mixes I- and M-"]),
+        ("B-PER I-PER O I", "BIO", 4, ["'I' has no type", "'B-PER' on line 1"]),
+        ("B I B-X", "BIO", 3, ["'B-X' has a type"]),
+        ("O B- I-X", "BIO", 2, ["'B-' has an empty type"]),
+        ("O-X", "BIO", 1, ["O takes no type"]),
+        ("X-NP", "BIO", 1, ["'X-NP' is not a chunk tag"]),
+    ],
+)
 def test_check_scheme_messages(tags, declared, line, needles):
     with pytest.raises(SeqlabError) as err:
         schemes.check_scheme([(1, tags.split())], declared, "f.txt", "data.scheme")

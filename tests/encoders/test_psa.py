@@ -9,18 +9,18 @@ import torch
 from pydantic import TypeAdapter, ValidationError
 from torch import nn
 
-from seqlab.context import Context
 from seqlab.encoders import psa
 from seqlab.encoders.psa import (
     AdditiveScores,
     PSAFusionConfig,
     PSAFusionEncoder,
     SANConfig,
+    additive_scores_traced,
     gaussian_bias,
     relative_distance_index,
-    additive_scores_traced,
     signed_relative_index,
 )
+from seqlab.nn.context import Context
 
 VARIANTS = ["journal", "early"]
 
@@ -62,46 +62,54 @@ def _mask(lengths: list[int], t: int) -> torch.Tensor:
 # hand-computed position helpers
 # --------------------------------------------------------------------------------------------
 
+
 def test_gaussian_bias_matches_hand_values_k2():
     # k = 2 -> eps = 1 -> G_ij = -(i-j)^2 / 2
-    expected = torch.tensor([
-        [0.0, -0.5, -2.0, -4.5, -8.0],
-        [-0.5, 0.0, -0.5, -2.0, -4.5],
-        [-2.0, -0.5, 0.0, -0.5, -2.0],
-        [-4.5, -2.0, -0.5, 0.0, -0.5],
-        [-8.0, -4.5, -2.0, -0.5, 0.0],
-    ])
+    expected = torch.tensor(
+        [
+            [0.0, -0.5, -2.0, -4.5, -8.0],
+            [-0.5, 0.0, -0.5, -2.0, -4.5],
+            [-2.0, -0.5, 0.0, -0.5, -2.0],
+            [-4.5, -2.0, -0.5, 0.0, -0.5],
+            [-8.0, -4.5, -2.0, -0.5, 0.0],
+        ]
+    )
     torch.testing.assert_close(gaussian_bias(5, 2), expected)
     # k = 10 -> eps = 5 -> distance 5 gives -25/50
     assert gaussian_bias(6, 10)[0, 5].item() == pytest.approx(-0.5)
 
 
 def test_relative_distance_index_is_clipped_absolute_distance():
-    expected = torch.tensor([
-        [0, 1, 2, 2, 2],
-        [1, 0, 1, 2, 2],
-        [2, 1, 0, 1, 2],
-        [2, 2, 1, 0, 1],
-        [2, 2, 2, 1, 0],
-    ])
+    expected = torch.tensor(
+        [
+            [0, 1, 2, 2, 2],
+            [1, 0, 1, 2, 2],
+            [2, 1, 0, 1, 2],
+            [2, 2, 1, 0, 1],
+            [2, 2, 2, 1, 0],
+        ]
+    )
     assert torch.equal(relative_distance_index(5, 2), expected)
 
 
 def test_signed_relative_index_is_clipped_offset_shifted_by_r():
     # clamp(i - j, -2, 2) + 2
-    expected = torch.tensor([
-        [2, 1, 0, 0, 0],
-        [3, 2, 1, 0, 0],
-        [4, 3, 2, 1, 0],
-        [4, 4, 3, 2, 1],
-        [4, 4, 4, 3, 2],
-    ])
+    expected = torch.tensor(
+        [
+            [2, 1, 0, 0, 0],
+            [3, 2, 1, 0, 0],
+            [4, 3, 2, 1, 0],
+            [4, 4, 3, 2, 1],
+            [4, 4, 4, 3, 2],
+        ]
+    )
     assert torch.equal(signed_relative_index(5, 2), expected)
 
 
 # --------------------------------------------------------------------------------------------
 # the attention against an explicit per-pair reference of the paper's equations
 # --------------------------------------------------------------------------------------------
+
 
 def _reference_attention(layer: PSAFusionEncoder, x: torch.Tensor) -> torch.Tensor:
     """Eqs. 4-11 (journal) / conf. Eqs. 7-12 (early) pair by pair, for one unpadded sentence."""
@@ -113,7 +121,7 @@ def _reference_attention(layer: PSAFusionEncoder, x: torch.Tensor) -> torch.Tens
     for i in range(n):
         for j in range(n):
             f = w @ torch.tanh(w1 @ x[i] + w2 @ x[j] + b)
-            g = -((i - j) ** 2) / (2 * eps ** 2)
+            g = -((i - j) ** 2) / (2 * eps**2)
             if att.variant == "journal":
                 m = min(abs(i - j), r)
                 p = x[i] @ att.rel[m] + att.rel_global.weight[0] @ att.rel[m] + att.rel_global.bias[0]
@@ -154,6 +162,7 @@ def test_early_variant_distinguishes_left_from_right_journal_does_not():
 # masking
 # --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("self_mask", [True, False])
 def test_attention_rows_normalised_over_real_tokens(variant, self_mask):
@@ -167,7 +176,7 @@ def test_attention_rows_normalised_over_real_tokens(variant, self_mask):
     for b, n in enumerate(lengths):
         torch.testing.assert_close(attn[b, :n].sum(-1), torch.ones(n))
         assert attn[b, :, n:].abs().sum() == 0  # no weight on padding keys
-        assert attn[b, n:].abs().sum() == 0     # padded query rows are all-zero
+        assert attn[b, n:].abs().sum() == 0  # padded query rows are all-zero
         diag = torch.diagonal(attn[b, :n, :n])
         if self_mask:
             assert diag.abs().max() == 0
@@ -218,16 +227,24 @@ def test_one_token_sentence_has_no_nan(variant):
 # ablation switches
 # --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("switch", [
-    {"self_mask": False}, {"gaussian": False}, {"position_bias": False}, {"use_psi": False},
-    {"position_encoding": "absolute"}, {"fc_layers": False},
-])
+@pytest.mark.parametrize(
+    "switch",
+    [
+        {"self_mask": False},
+        {"gaussian": False},
+        {"position_bias": False},
+        {"use_psi": False},
+        {"position_encoding": "absolute"},
+        {"fc_layers": False},
+    ],
+)
 def test_each_switch_changes_the_output(variant, switch):
     full = _layer(variant=variant, window=3)
     _perturb_mixing(full)
     ablated = _layer(variant=variant, window=3, **switch)
-    missing, unexpected = ablated.load_state_dict(full.state_dict(), strict=False)
+    missing, _unexpected = ablated.load_state_dict(full.state_dict(), strict=False)
     assert not missing  # same weights wherever the ablated layer has them
     torch.manual_seed(5)
     x, mask = torch.randn(2, 6, 6), _mask([6, 5], 6)
@@ -296,6 +313,7 @@ def test_gate_is_eq14_convex_combination():
 # parameters and gradients
 # --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_gradients_reach_trade_off_and_position_table(variant):
     layer = _layer(variant=variant, window=3)
@@ -327,8 +345,10 @@ def test_initialisation_glorot_weights_zero_biases():
 # configs
 # --------------------------------------------------------------------------------------------
 
+
 def test_configs_are_strict_frozen_and_documented():
     from seqlab.encoders import ENCODERS
+
     assert ENCODERS.get("psa_fusion") is PSAFusionConfig and ENCODERS.get("san") is SANConfig
     for cls in (PSAFusionConfig, SANConfig):
         for name, field in cls.model_fields.items():
@@ -349,8 +369,7 @@ def test_union_dispatch_on_type():
     from seqlab.encoders import ENCODERS
 
     adapter = TypeAdapter(list[ENCODERS.field])
-    layers = adapter.validate_python([{"type": "san", "variant": "early"},
-                                      {"type": "psa_fusion", "gate": False}])
+    layers = adapter.validate_python([{"type": "san", "variant": "early"}, {"type": "psa_fusion", "gate": False}])
     assert isinstance(layers[0], SANConfig) and layers[0].variant == "early"
     assert isinstance(layers[1], PSAFusionConfig) and layers[1].build(8).output_dim == 16
     assert isinstance(layers[0].build(8), PSAFusionEncoder)
@@ -360,10 +379,11 @@ def test_union_dispatch_on_type():
 # it learns
 # --------------------------------------------------------------------------------------------
 
+
 def _neighbour_max_task(batch: int, t: int, vocab: int, gen: torch.Generator):
     tokens = torch.randint(0, vocab, (batch, t), generator=gen)
-    left = torch.cat([torch.full((batch, 1), -1), tokens[:, :-1]], 1)   # token i-1 (none at i=0)
-    right = torch.cat([tokens[:, 1:], torch.full((batch, 1), -1)], 1)   # token i+1 (none at the end)
+    left = torch.cat([torch.full((batch, 1), -1), tokens[:, :-1]], 1)  # token i-1 (none at i=0)
+    right = torch.cat([tokens[:, 1:], torch.full((batch, 1), -1)], 1)  # token i+1 (none at the end)
     return tokens, torch.maximum(left, right)
 
 
@@ -375,8 +395,9 @@ def test_overfits_a_task_that_needs_context(variant):
     gen = torch.Generator().manual_seed(0)
     tokens, labels = _neighbour_max_task(batch, t, vocab, gen)
     # the best context-free tagger (majority label per token id) is far from the target
-    context_free = sum(torch.bincount(labels[tokens == v], minlength=vocab).max().item()
-                       for v in range(vocab)) / labels.numel()
+    context_free = (
+        sum(torch.bincount(labels[tokens == v], minlength=vocab).max().item() for v in range(vocab)) / labels.numel()
+    )
     assert context_free < 0.5
 
     encoder = PSAFusionConfig(variant=variant, window=2).build(dim)
@@ -411,8 +432,10 @@ def test_additive_scores_match_broadcasting_and_gradcheck(monkeypatch, block):
     """The block-wise scores and their hand-written backward against autograd on the plain formula."""
     monkeypatch.setattr(psa, "BLOCK_ELEMENTS", block)
     gen = torch.Generator().manual_seed(0)
-    q, k, w = (torch.randn(*shape, generator=gen, dtype=torch.float64, requires_grad=True)
-               for shape in ((3, 4, 2), (3, 4, 2), (2,)))
+    q, k, w = (
+        torch.randn(*shape, generator=gen, dtype=torch.float64, requires_grad=True)
+        for shape in ((3, 4, 2), (3, 4, 2), (2,))
+    )
     plain = torch.tanh(q[:, :, None] + k[:, None]) @ w  # (3, 4, 4)
     assert torch.allclose(AdditiveScores.apply(q, k, w), plain)
     assert torch.autograd.gradcheck(AdditiveScores.apply, (q, k, w))
@@ -440,8 +463,9 @@ def test_additive_scores_by_the_sigmoid_identity_are_tanh_scores_to_rounding():
 
     tanh_scores = lambda q, k, w: torch.tanh(q[:, :, None] + k[:, None]) @ w  # noqa: E731
     exact_grads = grads(tanh_scores, torch.float64)
-    for ours_g, tanh_g, exact_g in zip(grads(AdditiveScores.apply, torch.float32), grads(tanh_scores, torch.float32),
-                                       exact_grads):
+    for ours_g, tanh_g, exact_g in zip(
+        grads(AdditiveScores.apply, torch.float32), grads(tanh_scores, torch.float32), exact_grads
+    ):
         assert (ours_g.double() - exact_g).abs().max() <= 4 * (tanh_g.double() - exact_g).abs().max() + 1e-7
 
 

@@ -39,8 +39,9 @@ def check_writable(path: str | os.PathLike, folder: bool = False) -> None:
     path = Path(path)
     if path.exists() and path.is_dir() != folder:
         what = "a file" if folder else "a folder"
-        raise SeqlabError(f"is {what}, not the {'folder' if folder else 'file'} to write: refusing to replace it",
-                          path=path)
+        raise SeqlabError(
+            f"is {what}, not the {'folder' if folder else 'file'} to write: refusing to replace it", path=path
+        )
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -102,8 +103,11 @@ def check_folder_kind(path: str | os.PathLike, names: Collection[str]) -> None:
         raise SeqlabError("is a file, not a folder: refusing to replace it with one", path=path)
     missing = [n for n in names if not (path / n).is_file()]
     if missing and any(path.iterdir()):
-        raise SeqlabError(f"is a folder of something else (it has no {', '.join(missing)}): refusing to replace "
-                          f"it; name a new folder or remove this one", path=path)
+        raise SeqlabError(
+            f"is a folder of something else (it has no {', '.join(missing)}): refusing to replace "
+            f"it; name a new folder or remove this one",
+            path=path,
+        )
 
 
 def atomic_write_dir(path: str | os.PathLike, fill: Callable[[Path], None], names: Collection[str] = ()) -> None:
@@ -197,8 +201,11 @@ def recover_dir(path: str | os.PathLike) -> str | None:
             except OSError as err:
                 if path.exists():  # another process put a copy back first
                     return None
-                raise SeqlabError(f"an interrupted folder swap left a complete copy in {newest.name}, but it cannot "
-                                  f"be put back: {err.strerror or err}", path=path) from None
+                raise SeqlabError(
+                    f"an interrupted folder swap left a complete copy in {newest.name}, but it cannot "
+                    f"be put back: {err.strerror or err}",
+                    path=path,
+                ) from None
             (path / COMPLETE).unlink(missing_ok=True)
             if candidate is filled:  # the swap would have deleted the old copy next
                 for old in aside:
@@ -232,8 +239,11 @@ def _drop_partial_line(path: Path) -> None:
         f.truncate(keep)
         f.flush()
         os.fsync(f.fileno())
-    log.warning("%s: dropped an incomplete last line (%d bytes, cut short by an interrupted write) before "
-                "appending", path, end - keep)
+    log.warning(
+        "%s: dropped an incomplete last line (%d bytes, cut short by an interrupted write) before appending",
+        path,
+        end - keep,
+    )
 
 
 def append_line(path: str | os.PathLike, line: str) -> None:

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seqlab.crf_partition import LogPartition, alpha_recursion, beta_recursion
-from seqlab.posteriors import forward_backward
-from seqlab.versions import weights_key
-from seqlab.viterbi import viterbi
+from seqlab.crf.partition import LogPartition, alpha_recursion, beta_recursion
+from seqlab.crf.posteriors import forward_backward
+from seqlab.crf.viterbi import viterbi
+from seqlab.nn.versions import weights_key
 
 __all__ = ["CRF", "DISALLOWED_SCORE", "TagPath", "kbest_paths"]
 
@@ -114,9 +114,7 @@ class CRF(nn.Module):
             nn.init.uniform_(p, -0.1, 0.1)
 
     def extra_repr(self) -> str:
-        constrained = bool(
-            self.transition_penalty.any() or self.start_penalty.any() or self.end_penalty.any()
-        )
+        constrained = bool(self.transition_penalty.any() or self.start_penalty.any() or self.end_penalty.any())
         return f"num_tags={self.num_tags}, constrained={constrained}"
 
     # ------------------------------------------------------------------ validation / helpers
@@ -133,7 +131,9 @@ class CRF(nn.Module):
             raise ValueError(f"emissions: expected a floating dtype, got {emissions.dtype}")
         batch, seq_len, num_tags = emissions.shape
         if num_tags != self.num_tags:
-            raise ValueError(f"emissions: expected last dim num_tags={self.num_tags}, got shape {tuple(emissions.shape)}")
+            raise ValueError(
+                f"emissions: expected last dim num_tags={self.num_tags}, got shape {tuple(emissions.shape)}"
+            )
         if seq_len < 1:
             raise ValueError(f"emissions: expected seq_len >= 1, got shape {tuple(emissions.shape)}")
         if mask is None:
@@ -144,10 +144,14 @@ class CRF(nn.Module):
             if mask.dtype != torch.bool:
                 raise ValueError(f"mask: expected dtype torch.bool, got {mask.dtype}")
             if mask.shape != (batch, seq_len):
-                raise ValueError(f"mask: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(mask.shape)}")
+                raise ValueError(
+                    f"mask: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(mask.shape)}"
+                )
             if not bool(mask[:, 0].all()):
                 bad = (~mask[:, 0]).nonzero().flatten().tolist()
-                raise ValueError(f"mask: expected first column all True (every sentence has >= 1 token), got False in rows {bad}")
+                raise ValueError(
+                    f"mask: expected first column all True (every sentence has >= 1 token), got False in rows {bad}"
+                )
             if seq_len > 1 and bool((mask[:, 1:] & ~mask[:, :-1]).any()):
                 raise ValueError("mask: expected left-aligned masks (no True after a False), got a gap")
         if tags is not None:
@@ -156,15 +160,18 @@ class CRF(nn.Module):
             if tags.dtype != torch.long:
                 raise ValueError(f"tags: expected dtype torch.long, got {tags.dtype}")
             if tags.shape != (batch, seq_len):
-                raise ValueError(f"tags: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(tags.shape)}")
+                raise ValueError(
+                    f"tags: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(tags.shape)}"
+                )
             real = tags[mask]
             if real.numel() and bool(((real < 0) | (real >= self.num_tags)).any()):
                 raise ValueError(
-                    f"tags: expected values in [0, {self.num_tags}) on real tokens, got min {int(real.min())} max {int(real.max())}"
+                    f"tags: expected values in [0, {self.num_tags}) on real tokens, "
+                    f"got min {int(real.min())} max {int(real.max())}"
                 )
         return mask
 
-    def _potentials(self, temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+    def potentials(self, temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
         """Transition / start / end scores with the constraint penalties added (once per call), divided
         by ``temperature``."""
         scores = (
@@ -175,16 +182,22 @@ class CRF(nn.Module):
         return scores if temperature == 1.0 else tuple(x / temperature for x in scores)
 
     def _numpy_potentials(self) -> tuple:
-        """:meth:`_potentials` as NumPy arrays (transitions, start, end) for the CPU Viterbi, made again when a
+        """:meth:`potentials` as NumPy arrays (transitions, start, end) for the CPU Viterbi, made again when a
         score or a penalty changes (their version counters: an optimiser step, ``load_state_dict``), else kept: the
         three additions and conversions took about 15 us of a sentence's 165 us Viterbi at batch 1."""
-        tensors = (self.transitions, self.start_transitions, self.end_transitions,
-                   self.transition_penalty, self.start_penalty, self.end_penalty)
+        tensors = (
+            self.transitions,
+            self.start_transitions,
+            self.end_transitions,
+            self.transition_penalty,
+            self.start_penalty,
+            self.end_penalty,
+        )
         key = weights_key(tensors)
         kept = self.__dict__.get("_numpy_kept")
         if kept is None or kept[0] != key:
             with torch.no_grad():
-                kept = (key, tuple(p.detach().cpu().numpy() for p in self._potentials()))
+                kept = (key, tuple(p.detach().cpu().numpy() for p in self.potentials()))
             self.__dict__["_numpy_kept"] = kept
         return kept[1]
 
@@ -204,7 +217,7 @@ class CRF(nn.Module):
 
     def _score(self, emissions: Tensor, tags: Tensor, mask: Tensor, temperature: float = 1.0) -> Tensor:
         """The score of ``tags`` under ``emissions`` (already divided by ``temperature``) and the potentials."""
-        trans, start, end = self._potentials(temperature)
+        trans, start, end = self.potentials(temperature)
         tags = tags.masked_fill(~mask, 0)  # padding tags may be anything (e.g. -100)
         emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (batch, seq_len)
         total = start[tags[:, 0]] + emit.masked_fill(~mask, 0.0).sum(1)  # (batch,)
@@ -222,7 +235,7 @@ class CRF(nn.Module):
     def _log_partition(self, emissions: Tensor, mask: Tensor, temperature: float = 1.0) -> Tensor:
         """log Z (batch,): the forward recursion unrecorded, its gradient in closed form (marginals)."""
         emissions, mask, _ = self._trim(emissions, mask)
-        return LogPartition.apply(emissions, *self._potentials(temperature), mask)
+        return LogPartition.apply(emissions, *self.potentials(temperature), mask)
 
     def nll(self, emissions: Tensor, tags: Tensor, mask: Tensor | None = None, temperature: float = 1.0) -> Tensor:
         """Per-sentence negative log-likelihood, log Z - score, (batch,). Take ``.mean()`` or
@@ -238,15 +251,16 @@ class CRF(nn.Module):
 
     # ------------------------------------------------------------------ inference
 
-    def _forward_backward(self, emissions: Tensor, mask: Tensor,
-                          temperature: float = 1.0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _forward_backward(
+        self, emissions: Tensor, mask: Tensor, temperature: float = 1.0
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """On trimmed inputs: log alphas and log betas (batch, max_len, num_tags), log Z (batch,) and the
         trimmed mask, for ``emissions`` already divided by ``temperature`` (the potentials are divided here).
         alpha_t[j] scores every prefix ending in j at t (emission at t included); beta_t[j]
         every suffix after t given j at t (emission at t excluded). Without gradients on CPU, in NumPy
-        (:mod:`seqlab.posteriors`), returned as float64."""
+        (:mod:`seqlab.crf.posteriors`), returned as float64."""
         emissions, mask, _ = self._trim(emissions, mask)
-        trans, start, end = self._potentials(temperature)
+        trans, start, end = self.potentials(temperature)
         if emissions.device.type == "cpu" and not (torch.is_grad_enabled() and emissions.requires_grad):
             fb = forward_backward(*(x.detach().numpy() for x in (emissions, mask, trans, start, end)))
             return torch.from_numpy(fb.alphas), torch.from_numpy(fb.betas), torch.from_numpy(fb.log_z), mask
@@ -268,8 +282,14 @@ class CRF(nn.Module):
         return probs
 
     @torch.no_grad()
-    def segment_probs(self, emissions: Tensor, mask: Tensor, tags: Tensor,
-                      segments: list[list[tuple[int, int]]], temperature: float = 1.0) -> list[list[float]]:
+    def segment_probs(
+        self,
+        emissions: Tensor,
+        mask: Tensor,
+        tags: Tensor,
+        segments: list[list[tuple[int, int]]],
+        temperature: float = 1.0,
+    ) -> list[list[float]]:
         """p(y_a .. y_{b-1} = tags[a:b] | x) for each segment (a, b) of each sentence: the posterior
         probability that the sentence has exactly these tags there, whatever it has elsewhere
         (alpha_a + the path's scores inside + beta_{b-1} - log Z)."""
@@ -279,8 +299,14 @@ class CRF(nn.Module):
         return self._segment_probs(emissions, alphas, betas, log_z, tags, segments, temperature)
 
     @torch.no_grad()
-    def path_confidence(self, emissions: Tensor, mask: Tensor, tags: Tensor, segments: list[list[tuple[int, int]]],
-                        temperature: float = 1.0) -> tuple[list[list[float]], list[list[float]]]:
+    def path_confidence(
+        self,
+        emissions: Tensor,
+        mask: Tensor,
+        tags: Tensor,
+        segments: list[list[tuple[int, int]]],
+        temperature: float = 1.0,
+    ) -> tuple[list[list[float]], list[list[float]]]:
         """Per sentence, the marginal p(y_t = tags[t] | x) of each real token (as :meth:`marginals`
         gathered at ``tags``) and the probability of each segment (as :meth:`segment_probs`), from one
         forward-backward pass."""
@@ -292,8 +318,16 @@ class CRF(nn.Module):
         tokens = [row[:n] for row, n in zip(log_post.exp().tolist(), trimmed.sum(1).tolist())]
         return tokens, self._segment_probs(emissions, alphas, betas, log_z, tags, segments, temperature)
 
-    def _segment_probs(self, emissions: Tensor, alphas: Tensor, betas: Tensor, log_z: Tensor, tags: Tensor,
-                       segments: list[list[tuple[int, int]]], temperature: float = 1.0) -> list[list[float]]:
+    def _segment_probs(
+        self,
+        emissions: Tensor,
+        alphas: Tensor,
+        betas: Tensor,
+        log_z: Tensor,
+        tags: Tensor,
+        segments: list[list[tuple[int, int]]],
+        temperature: float = 1.0,
+    ) -> list[list[float]]:
         """All segments of the batch at once: alpha_a + the path's emissions at a+1 .. b-1 and moves into
         them + beta_{b-1} - log Z, each segment's sums over its own positions (masked gathers)."""
         flat = [(row, a, b) for row, spans in enumerate(segments) for a, b in spans]
@@ -301,7 +335,7 @@ class CRF(nn.Module):
             return [[] for _ in segments]
         n = alphas.shape[1]
         path = tags[:, :n]  # (batch, n)
-        trans = self._potentials(temperature)[0]
+        trans = self.potentials(temperature)[0]
         emit = emissions[:, :n].gather(2, path.unsqueeze(2)).squeeze(2)  # (batch, n)
         moves = trans[path[:, :-1], path[:, 1:]]  # (batch, n - 1): trans into position t + 1
         rows, starts, ends = torch.tensor(flat, device=emissions.device).T  # (segments,) each
@@ -312,8 +346,12 @@ class CRF(nn.Module):
         if n > 1:
             into = (inner - 1).clamp(max=n - 2)  # the move into position p is moves[p - 1]
             inside = inside + moves[rows[:, None], into].masked_fill(~keep, 0.0).sum(1)
-        log_p = (alphas[rows, starts, path[rows, starts]] + inside
-                 + betas[rows, ends - 1, path[rows, ends - 1]] - log_z[rows])  # (segments,)
+        log_p = (
+            alphas[rows, starts, path[rows, starts]]
+            + inside
+            + betas[rows, ends - 1, path[rows, ends - 1]]
+            - log_z[rows]
+        )  # (segments,)
         probs = iter(log_p.exp().clamp(max=1.0).tolist())
         return [[next(probs) for _ in spans] for spans in segments]
 
@@ -338,11 +376,11 @@ class CRF(nn.Module):
 
     def _viterbi(self, emissions: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Best paths (batch, seq_len), 0 on padding, and their scores (batch,), on ``emissions``' device: in NumPy
-        on CPU (a several times cheaper loop, the same paths: see :mod:`seqlab.viterbi`) and, by way of the host,
+        on CPU (a several times cheaper loop, the same paths: see :mod:`seqlab.crf.viterbi`) and, by way of the host,
         for batches of up to :data:`GPU_HOST_VITERBI_ROWS` sentences on a CUDA GPU (where each of the PyTorch
         loop's few operations per time step is a kernel launch); else in PyTorch."""
         device = emissions.device.type
-        host = device == "cpu" or device == "cuda" and emissions.shape[0] <= GPU_HOST_VITERBI_ROWS
+        host = device == "cpu" or (device == "cuda" and emissions.shape[0] <= GPU_HOST_VITERBI_ROWS)
         if not host or emissions.requires_grad:
             return self._viterbi_torch(emissions, mask)
         trans, start, end = self._numpy_potentials()
@@ -353,9 +391,9 @@ class CRF(nn.Module):
         """Max-product forward pass keeping only the best scores per step (``amax`` is several times
         cheaper than ``max`` with indices); the backward pass recomputes, for the one chosen tag per
         sentence, which predecessor gave its score: the same sums, so the same argmax."""
-        batch, seq_len, num_tags = emissions.shape
+        _batch, seq_len, _num_tags = emissions.shape
         emissions, mask, _ = self._trim(emissions, mask)
-        trans, start, end = self._potentials()
+        trans, start, end = self.potentials()
         mask_t = mask.unsqueeze(2)  # (batch, max_len, 1)
         score = start + emissions[:, 0]  # (batch, num_tags)
         history = [score]
@@ -398,8 +436,9 @@ class CRF(nn.Module):
         return kbest_paths(emissions, mask, k, trans, start, end)
 
 
-def kbest_paths(emissions: Tensor, mask: Tensor, k: int, trans: Tensor, start: Tensor,
-                end: Tensor) -> list[list[TagPath]]:
+def kbest_paths(
+    emissions: Tensor, mask: Tensor, k: int, trans: Tensor, start: Tensor, end: Tensor
+) -> list[list[TagPath]]:
     """k-best Viterbi: keep the top-k partial paths ending in each tag at each step.
 
     ``emissions`` (batch, seq_len, num_tags), ``mask`` (batch, seq_len) left-aligned with mask[:, 0]

@@ -1,0 +1,116 @@
+"""Training by time: a run planned on the clock of the machine it runs on.
+
+A budget (``train.budget: 45m``, ``seqlab train --budget 45m``) is the wall-clock time of the whole run: training,
+the dev scoring that picks the best model, and the final test scoring. :class:`RunClock` counts the seconds a run
+has spent, those of earlier sessions included (a resumed run carries them in its checkpoint), and
+:class:`Plan` answers, after each optimiser step, three questions:
+
+- how far the run is (``progress``, 0 to 1), which drives the learning-rate schedule (warm-up and decay are
+  fractions of the run);
+- whether dev is to be scored now (``budget_evals`` times over the run, never more than about a tenth of the time);
+- whether to stop training now, so that the last dev scoring and the test scoring still end inside the budget.
+
+Without a budget the run is planned in optimiser steps: ``max_epochs`` epochs, dev scored at each epoch's end.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+class RunClock:
+    """Wall-clock seconds a run has spent: ``before`` (earlier sessions, from the checkpoint) plus this one's."""
+
+    def __init__(self, before: float = 0.0):
+        self.before = before
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return self.before + time.perf_counter() - self.started
+
+
+@dataclass
+class Costs:
+    """What the plan has measured so far, in seconds."""
+
+    step: float = 0.0  # a training step (a running mean)
+    dev: float | None = None  # one dev scoring (the latest)
+    steps_seen: int = 0
+
+    def add_step(self, seconds: float) -> None:
+        self.steps_seen += 1
+        self.step += (seconds - self.step) / min(self.steps_seen, 50)  # mean of the first 50, then a moving one
+
+
+class Plan:
+    """When to score dev and when to stop; how far the run is.
+
+    ``budget``: seconds, or None to plan in steps (``total_steps``: max_epochs x steps per epoch).
+    ``final_ratio``: the final scoring's cost in dev scorings (test size over dev size, and the reload).
+    """
+
+    #: Before the first dev scoring, the share of the budget kept for scoring.
+    FIRST_RESERVE = 0.08
+    #: Dev scoring takes at most about this share of the time between two scorings.
+    MAX_EVAL_SHARE = 0.1
+
+    def __init__(self, budget: float | None, total_steps: int, evals: int, final_ratio: float, clock: RunClock):
+        self.budget = budget
+        self.total_steps = max(total_steps, 1)
+        self.evals = evals
+        self.final_ratio = final_ratio
+        self.clock = clock
+        self.costs = Costs()
+        self.last_eval = clock.elapsed()
+
+    def reserve(self) -> float:
+        """Seconds kept at the end: one more dev scoring, the reload and the test scoring, with a margin."""
+        if self.costs.dev is None:
+            return self.FIRST_RESERVE * self.budget
+        return 1.5 * self.costs.dev * (1.0 + self.final_ratio) + 2.0 * self.costs.step + 1.0
+
+    def end(self) -> float:
+        """The clock time at which training ends."""
+        return max(self.budget - self.reserve(), 1e-9)
+
+    def progress(self, done_steps: int) -> float:
+        """0 at the start, 1 at the end: the larger of the steps' share of ``total_steps`` and, with a budget,
+        the clock's share of the training time."""
+        by_steps = done_steps / self.total_steps
+        if self.budget is None:
+            return min(by_steps, 1.0)
+        return min(max(by_steps, self.clock.elapsed() / self.end()), 1.0)
+
+    def finished(self, done_steps: int) -> bool:
+        """Whether the next step would run past the end of training."""
+        if done_steps >= self.total_steps:
+            return True
+        if self.budget is None:
+            return False
+        return self.clock.elapsed() + self.costs.step >= self.end()
+
+    def eval_due(self, epoch_end: bool) -> bool:
+        """Dev scoring now? Without a budget at each epoch's end; with one, every ``budget / evals`` seconds (and
+        not more often than ``MAX_EVAL_SHARE`` allows once a scoring's cost is known)."""
+        if self.budget is None:
+            return epoch_end
+        interval = self.budget / self.evals
+        if self.costs.dev is not None:
+            interval = max(interval, self.costs.dev / self.MAX_EVAL_SHARE)
+        return self.clock.elapsed() - self.last_eval >= interval
+
+    def scored(self, seconds: float) -> None:
+        self.costs.dev = seconds
+        self.last_eval = self.clock.elapsed()
+
+    def measured(self) -> dict:
+        """The costs measured so far, for the checkpoint: a resumed run plans with them from its first step."""
+        return {"step": self.costs.step, "dev": self.costs.dev}
+
+    def remember(self, measured: dict | None) -> None:
+        """Take the costs of :meth:`measured` back (nothing for checkpoints without them)."""
+        if measured:
+            self.costs = Costs(
+                step=float(measured["step"]), dev=measured["dev"], steps_seen=1 if measured["step"] else 0
+            )
