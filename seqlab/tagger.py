@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ from seqlab.errors import SeqlabError
 from seqlab.features.base import MEMO_TOKENS, Featurizer
 from seqlab.runtime.cost import MEMORY_BUDGET, Budget, Cost, network_cost
 from seqlab.runtime.devices import resolve_device
+from seqlab.runtime.engine import make_engine
 from seqlab.tagging import encoding, scoring, storage
 from seqlab.tagging.encoding import training_scheme
 from seqlab.tagging.explanations import LayerExplanation
@@ -38,8 +38,6 @@ from seqlab.tagging.long_sentences import run_capped
 from seqlab.tagging.network import TaggerNet
 from seqlab.tagging.results import Evaluation, Prediction, Row, ScoredTags, Span, prediction
 from seqlab.version import __version__
-
-log = logging.getLogger("seqlab")
 
 #: Default :attr:`Tagger.pad_overhead`: what one more batch is taken to cost, in padded tokens. Measured on the
 #: chunker (2026-11-24): 256 made server-like calls (64 random test sentences) 1.15x faster on onnxruntime and
@@ -177,8 +175,6 @@ class Tagger:
         checked against the eager network first; see :mod:`seqlab.runtime.engine`) or ``auto`` (onnxruntime for
         batches of up to :data:`seqlab.runtime.engine.AUTO_ROWS` sentences, torch for larger ones, torch alone where
         onnxruntime cannot run the model) for the following predictions."""
-        from seqlab.runtime.engine import make_engine
-
         self.engine = make_engine(name, self)
         self.engine_name = name
 

@@ -28,8 +28,8 @@ logger = logging.getLogger("seqlab")
 PathLike = str | os.PathLike
 Row = tuple[int, list[str]]  # (1-based line number, fields)
 
-FIELD_SEP = re.compile(r"[ \t]+")
-BLANK = " \t\r\n"
+FIELD_SEP = re.compile(r"[ \t]+")  # between the fields of a column file's line
+BLANK = " \t\r\n"  # stripped from both ends of a line
 DOCSTART = "-DOCSTART-"
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" makes of bytes it cannot decode
 
