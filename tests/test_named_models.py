@@ -25,6 +25,13 @@ CARD = {
 }
 
 
+def _outside_the_repository(found):
+    """The named models of $SEQLAB_MODELS: those of the repository's models/ folder set aside."""
+    from seqlab.tagging.named_models import repository_models
+
+    return [m for m in found if m.path.parent != repository_models()]
+
+
 @pytest.fixture
 def models(shared_tiny_model, tmp_path, monkeypatch) -> Path:
     """$SEQLAB_MODELS with two named copies of the shared tiny chunker (one with a model card), and a folder that
@@ -55,10 +62,12 @@ def test_names_resolve_and_load(models, shared_tiny_model):
     assert tagger.predict(["He reckons the current account deficit will narrow ."])[0].spans
     with pytest.raises(SeqlabError) as info:
         Tagger.load("en-nerr")
-    assert str(info.value) == "no such model folder or model name 'en-nerr' (known names: other, tiny-chunk)"
+    message = str(info.value)  # the repository's own models/ are known names too
+    assert message.startswith("no such model folder or model name 'en-nerr' (known names: ") and message.endswith(")")
+    assert {"other", "tiny-chunk"} <= set(message.split("known names: ")[1][:-1].split(", "))
     with pytest.raises(SeqlabError, match="no such model"):
         Tagger.load("runs/missing/model")  # a path: the loader's own message
-    assert [m.name for m in available()] == ["other", "tiny-chunk"]
+    assert [m.name for m in _outside_the_repository(available())] == ["other", "tiny-chunk"]
 
 
 def test_search_order(models, tmp_path, monkeypatch, shared_tiny_model):
@@ -69,7 +78,7 @@ def test_search_order(models, tmp_path, monkeypatch, shared_tiny_model):
 
     monkeypatch.setenv(ENV, os.pathsep.join([str(first), str(models)]))
     assert resolve_model("other") == first / "other"
-    assert [m.path for m in available()] == [first / "other", models / "tiny-chunk"]
+    assert [m.path for m in _outside_the_repository(available())] == [first / "other", models / "tiny-chunk"]
 
 
 def test_commands_take_a_name(models, shared_tiny_model, capsys, tmp_path):
@@ -84,7 +93,8 @@ def test_commands_take_a_name(models, shared_tiny_model, capsys, tmp_path):
     assert "B-NP" in capsys.readouterr().out
     assert main(["-q", "predict", "no-such-name", str(raw)]) == 2
     err = capsys.readouterr().err
-    assert err == "error: no such model folder or model name 'no-such-name' (known names: other, tiny-chunk)\n"
+    assert err.startswith("error: no such model folder or model name 'no-such-name' (known names: ")
+    assert {"other", "tiny-chunk"} <= set(err.strip()[:-1].split("known names: ")[1].split(", "))
     assert main(["-q", "calibrate", "other", str(data), "--out", str(tmp_path / "cal")]) == 0
     assert (tmp_path / "cal" / "model.safetensors").is_file()
     assert main(["-q", "export", "tiny-chunk", "--format", "torchscript", "--out", str(tmp_path / "m.pt")]) == 0
@@ -105,12 +115,14 @@ def test_models_command(models, capsys, monkeypatch, tmp_path):
     assert main(["-q", "models"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["NAME", "LANGUAGE", "TASK", "TEST", "SIZE", "FOLDER"]
-    assert lines[1].split()[:3] == ["other", "-", "-"]
-    assert lines[2].split()[:7] == ["tiny-chunk", "en", "chunking", "f1", "61.25", "(paper", "93.50)"]
-    assert lines[2].split()[8:] == ["KB", str(models / "tiny-chunk")]  # the model files' size on disk
+    rows = {line.split()[0]: line.split() for line in lines[1:]}  # the repository's own models are listed too
+    assert rows["other"][:3] == ["other", "-", "-"]
+    assert rows["tiny-chunk"][:7] == ["tiny-chunk", "en", "chunking", "f1", "61.25", "(paper", "93.50)"]
+    assert rows["tiny-chunk"][8:] == ["KB", str(models / "tiny-chunk")]  # the model files' size on disk
     assert main(["-q", "models", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert listed[1]["card"] == CARD and listed[1]["size_bytes"] > 0
+    tiny = next(m for m in listed if m["name"] == "tiny-chunk")
+    assert tiny["card"] == CARD and tiny["size_bytes"] > 0
     assert main(["-q", "models", "tiny-chunk"]) == 0
     assert capsys.readouterr().out.startswith("# tiny-chunk")
     (models / "other" / "card.json").write_text("{not json", encoding="utf-8")
