@@ -266,11 +266,7 @@ def _train_rank(
             losses = train_step(trained, shard.batch.to(device), optimizer, params, cfg, shard.scale)
             loss = float(losses.sum())
             if not math.isfinite(loss):
-                raise SeqlabError(
-                    f"training diverged: the loss is {loss} at epoch {epoch + 1}, step {step + 1}; "
-                    f"nothing from this point was saved, {out / 'model'} and the checkpoint hold the "
-                    f"last good state (lower train.lr, or set train.clip)"
-                )
+                raise _diverged(f"the loss is {loss} at epoch {epoch + 1}, step {step + 1}", out)
             if average:
                 average.update(net)
             plan.costs.add_step(time.perf_counter() - started)
@@ -392,11 +388,7 @@ def _score(
         return ranks.broadcast(state)
     bad = [name for name, p in tagger.net.named_parameters() if not torch.isfinite(p).all()]
     if bad:
-        raise SeqlabError(
-            f"training diverged: non-finite weights ({bad[0]}) at epoch {record['epoch']}; nothing "
-            f"from this point was saved, {out / 'model'} and the checkpoint hold the last good state "
-            f"(lower train.lr, or set train.clip)"
-        )
+        raise _diverged(f"non-finite weights ({bad[0]}) at epoch {record['epoch']}", out)
     scored = average.swapped_into(tagger) if average else contextlib.nullcontext()
     with scored:  # the dev score and the best model: averaged weights if there is an average
         started = time.perf_counter()
@@ -434,6 +426,14 @@ def _score(
         record["sentences_per_s"],
     )
     return ranks.broadcast(state)
+
+
+def _diverged(what: str, out: Path) -> SeqlabError:
+    """The one line for a run that diverged: nothing after the last dev scoring was written."""
+    return SeqlabError(
+        f"training diverged: {what}; nothing from this point was saved, {out / 'model'} and the checkpoint hold "
+        f"the last good state (lower train.lr, or set train.clip)"
+    )
 
 
 def _token_ratio(test, dev) -> float:
