@@ -18,7 +18,7 @@ run: $(STAMP)
 	.venv/bin/seqlab demo --out runs/demo
 
 # The named models under models/ (en-ner, en-chunk, en-pos, zh-ner-resume, zh-ner-ontonotes), trained from the
-# configs on the shared corpora with the budgets in models/build.py (about 2.5 hours on 2 cores), then packaged with
+# configs on the shared corpora with the budgets in models/build.py (130 minutes in all), then packaged with
 # their model cards. A killed build continues where it stopped.
 models: $(STAMP)
 	$(PY) models/build.py train

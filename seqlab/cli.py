@@ -1,6 +1,7 @@
 """Command line: a thin layer over the Python API.
 
-    seqlab train CONFIG.yaml --out DIR [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...] [--nproc N]
+    seqlab train CONFIG.yaml --out DIR [--budget 45m] [--max-epochs N] [--seeds 1,2,3] [--resume] [--set key=value ...]
+        [--nproc N] [--data-root DIR]
     seqlab evaluate MODEL DATA [--output FILE] [--max-length N] [--engine torch|onnxruntime|auto]
     seqlab calibrate MODEL DEV_DATA [--out DIR] [--bins 10]
     seqlab predict MODEL [FILE|-] [--input-format auto|text|conll]
@@ -222,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="doccano / labelstudio / spacy-jsonl: each record (or text line) with its "
         "predicted spans as character offsets, ready to import as pre-annotations; "
         "an annotation file in (.jsonl, .json, .spacy) is read as such "
-        "(seqlab.annotations)",
+        "(seqlab.data.annotations)",
     )
     r.add_argument(
         "--tokenizer",

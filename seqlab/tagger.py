@@ -223,10 +223,12 @@ class Tagger:
         one that cannot be written. One-line SeqlabErrors naming ``path``."""
         storage.check_save_target(path)
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path, weights_dtype: str = "float32", tensors: Collection[str] | None = None) -> None:
         """Write a model folder (or a ``.zip`` archive) atomically; what is at ``path`` is replaced only if it is
-        a model too (:meth:`check_save_target`)."""
-        storage.save(self, path)
+        a model too (:meth:`check_save_target`). ``weights_dtype`` float16 (or bfloat16) stores the float32
+        weights named in ``tensors`` (the network's state dict names; None: all) in half precision, half their
+        bytes; :meth:`load` reads them back as float32. Check the tags it predicts before shipping it."""
+        storage.save(self, path, weights_dtype, tensors)
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu", engine: str = "torch") -> Tagger:

@@ -68,6 +68,8 @@ def test_tokenizers():
         "do",
         "n't",
     ]
+    decomposed = "cafe\u0301 na\u0308ive"  # combining acute and diaeresis: one word each
+    assert tokens_of(decomposed, tokenize(decomposed, "english")) == ["cafe\u0301", "na\u0308ive"]
     chars = tokenize("Michael Jordan", "chars")
     assert len(chars) == 13 and chars[6] == (6, 7) and chars[7] == (8, 9)  # the space is no token, offsets kept
     with pytest.raises(ValueError, match="unknown tokenizer"):

@@ -1,12 +1,18 @@
 """Each named model shipped under models/ loads by its name and tags a sentence of its language; its card holds
-what `seqlab models` shows, and its size stays small."""
+what `seqlab models` shows, and its size stays small (weights in half precision where a recipe says so, packaged
+only when not one test tag changes: models/build.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
+import struct
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from seqlab import Tagger
 
@@ -20,7 +26,7 @@ EXPECTED = {"en": {"ner": "PER", "chunking": "NP", "pos": None}, "zh": {"ner": N
 
 
 def test_the_named_models_are_shipped():
-    assert {"en-ner", "en-chunk", "en-pos", "zh-ner-resume"} <= set(SHIPPED), SHIPPED
+    assert {"en-ner", "en-chunk", "en-pos", "zh-ner-resume", "zh-ner-ontonotes"} <= set(SHIPPED), SHIPPED
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -28,6 +34,8 @@ def test_a_named_model_loads_by_name_and_tags_its_language(name):
     card = json.loads((MODELS / name / "card.json").read_text(encoding="utf-8"))
     assert card["name"] == name and card["scores"]["test"]["value"] > 50
     assert card["size_bytes"] < 30_000_000
+    speed = card["speed"]  # measured when packaged: the card says how fast it tags, where and when
+    assert speed["batch_64_sentences_per_s"] > 0 and speed["batch_1_sentences_per_s"] > 0 and speed["measured"]
     tagger = Tagger.load(name)
     [prediction] = tagger.predict([SENTENCES[card["language"]]])
     labels = prediction.tags
@@ -44,3 +52,97 @@ def test_models_lists_every_shipped_model(capsys):
     out = capsys.readouterr().out
     for name in SHIPPED:
         assert name in out
+
+
+def _dtypes(folder: Path) -> dict[str, str]:
+    """Each tensor's dtype in a model.safetensors header."""
+    with open(folder / "model.safetensors", "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    return {k: e["dtype"] for k, e in header.items() if k != "__metadata__"}
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_card_says_how_the_weights_are_stored(name):
+    """card.json's weights_dtype is what model.safetensors holds (float16_tensors: those in float16, the others in
+    float32); a half-precision model records the test set on which not one tag changed, and loads with float32
+    parameters."""
+    card = json.loads((MODELS / name / "card.json").read_text(encoding="utf-8"))
+    dtypes = _dtypes(MODELS / name)
+    if card["weights_dtype"] == "float16+float32":
+        assert {k for k, d in dtypes.items() if d == "F16"} == set(card["float16_tensors"])
+        assert {d for k, d in dtypes.items() if k not in card["float16_tensors"]} == {"F32"}
+    else:
+        assert set(dtypes.values()) == {{"float32": "F32", "float16": "F16"}[card["weights_dtype"]]}
+    if card["weights_dtype"] != "float32":
+        check = card["weights_check"]
+        assert check["differ"] == 0 and check["sentences"] > 1000 and check["tokens"] > check["sentences"], check
+        assert check["result"].startswith("0 tags differ")
+        assert {t.dtype for t in Tagger.load(name).net.state_dict().values()} == {torch.float32}
+
+
+def _build(monkeypatch):
+    """models/build.py as a module."""
+    spec = importlib.util.spec_from_file_location("models_build", MODELS / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_packaging_in_half_precision_checks_every_test_tag(shared_tiny_model, tmp_path, monkeypatch):
+    """models/build.py package with a float16 recipe, on the tiny chunker's run: packaged in float16 with the check
+    in its card; a model whose half-precision tags differ is refused in one line, the packaged one left as it was."""
+    build = _build(monkeypatch)
+    corpus, model = shared_tiny_model
+    run = model.parent
+    monkeypatch.setattr(build, "MODELS", tmp_path / "models")
+    monkeypatch.setitem(build.RECIPES, "tiny", dataclasses.replace(build.RECIPES["en-chunk"], weights_dtype="float16"))
+    target = build.package("tiny", run, tmp_path)
+    card = json.loads((target / "card.json").read_text(encoding="utf-8"))
+    sentences = corpus.read_text(encoding="utf-8").strip().split("\n\n")
+    assert card["weights_dtype"] == "float16" and set(_dtypes(target).values()) == {"F16"}
+    check = card["weights_check"]
+    assert (check["sentences"], check["tokens"], check["batch"], check["differ"]) == (
+        len(sentences),
+        sum(len(s.splitlines()) for s in sentences),
+        64,
+        0,
+    )
+    assert "0 tags differ" in (target / "card.md").read_text(encoding="utf-8")
+    assert card["size_bytes"] == sum((target / n).stat().st_size for n in build.MODEL_FILES)
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+
+    from seqlab.tagging import storage
+
+    real = storage.model_files
+
+    def noisy(tagger, weights_dtype="float32", tensors=None):
+        torch.manual_seed(0)
+        with torch.no_grad():
+            for p in tagger.net.parameters():
+                p.add_(torch.randn_like(p))
+        return real(tagger, weights_dtype, tensors)
+
+    monkeypatch.setattr(storage, "model_files", noisy)
+    monkeypatch.setattr(sys, "argv", ["build.py", "package", "tiny", str(run), "--data-root", str(tmp_path)])
+    with pytest.raises(SystemExit) as exited:
+        build.main()
+    message = str(exited.value.code)
+    assert message.startswith("error: ") and "test tags differ in half precision" in message and "\n" not in message
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    assert [p.name for p in (tmp_path / "models").iterdir()] == ["tiny"]  # no temp folder left
+    monkeypatch.setattr(storage, "model_files", real)
+    one = "decoder.crf.transitions"  # float16_tensors: that one tensor in float16, the others in float32
+    recipe = dataclasses.replace(build.RECIPES["tiny"], float16_tensors=(one,))
+    monkeypatch.setitem(build.RECIPES, "tiny", recipe)
+    build.package("tiny", run, tmp_path)
+    card = json.loads((target / "card.json").read_text(encoding="utf-8"))
+    assert card["weights_dtype"] == "float16+float32" and card["float16_tensors"] == [one]
+    assert card["weights_check"]["differ"] == 0
+    assert {k for k, d in _dtypes(target).items() if d == "F16"} == {one}
+    assert set(_dtypes(target).values()) == {"F16", "F32"}
+    monkeypatch.setitem(build.RECIPES, "tiny", build.RECIPES["en-chunk"])  # float32: the run's files, as they are
+    build.package("tiny", run, tmp_path)
+    assert all((target / n).read_bytes() == (model / n).read_bytes() for n in build.MODEL_FILES)
+    card = json.loads((target / "card.json").read_text(encoding="utf-8"))
+    assert card["weights_dtype"] == "float32" and "weights_check" not in card

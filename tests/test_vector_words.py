@@ -21,10 +21,16 @@ from tests.conftest import SAMPLE, first_sentences, tiny_config
 NEW = ["Microsoft", "acquired", "Nintendo", "yesterday", "near", "Tokyo", "zzqxwv", "."]
 
 
-def glove_config(path: Path, freeze: bool, pretrained: str = "glove-6b-50d", dim: int = 50, epochs: int = 3):
+def glove_config(path: Path, freeze: bool, pretrained: str = "glove-6b-50d", dim: int = 50, epochs: int = 3, **word):
     base = tiny_config(path)
     model = base.model.model_dump()
-    model["embedder"]["features"]["word"] = {"type": "words", "dim": dim, "pretrained": pretrained, "freeze": freeze}
+    model["embedder"]["features"]["word"] = {
+        "type": "words",
+        "dim": dim,
+        "pretrained": pretrained,
+        "freeze": freeze,
+        **word,
+    }
     return tiny_config(path, model=model, train={**base.train.model_dump(), "max_epochs": epochs})
 
 
@@ -175,3 +181,53 @@ def test_onnxruntime_runs_batches_with_new_words_eagerly(glove_model):
     got = fast.predict([NEW, ["The", "pound", "fell", "."]], batch_size=1, confidence=True)
     assert [p.tags for p in got] == [p.tags for p in eager]
     assert all(abs(a - b) < 1e-4 for p, q in zip(got, eager) for a, b in zip(p.token_confidence, q.token_confidence))
+
+
+def test_dev_test_words_kept_out_of_the_vocabulary(tmp_path):
+    """add_dev_test_words: false builds the vocabulary from the training words alone; a loaded model still gives
+    a dev/test word its pre-trained vector (the row the default build would have put in a frozen table)."""
+    from seqlab.data.readers import read_conll
+    from seqlab.tagger import Tagger
+
+    path = tmp_path / "tiny.txt"
+    path.write_text(first_sentences(SAMPLE, 5), encoding="utf-8")
+    train = read_conll(path, label_column=2)
+    words = [w.lower() for w in NEW[:6]]
+    glove = vector_index("glove-6b-50d").lookup(words)
+    for add in (True, False):
+        tagger = Tagger.build(glove_config(path, True, add_dev_test_words=add), train, "BIO", other=[Sentence(NEW)])
+        vocab = tagger.featurizers["word"].vocab
+        assert all((w in vocab) is add for w in words) and "zzqxwv" not in vocab
+        tagger.save(tmp_path / f"model-{add}")
+        loaded = Tagger.load(tmp_path / f"model-{add}")
+        feature = loaded.featurizers["word"]
+        assert len(feature.vocab) == len(vocab)
+        ids = feature.encode(Sentence(NEW))
+        assert all((i >= len(vocab)) is not add for i in ids[:6]) and ids[6] == vocab.unk_index
+        rows = loaded.net.embedder.word({"ids": torch.from_numpy(ids)[None]}, None)[0]  # (tokens, 50)
+        for k, word in enumerate(words):
+            assert torch.equal(rows[k], torch.from_numpy(glove[word]))
+
+
+def test_add_dev_test_words_validates(tmp_path):
+    from seqlab.config import load_config
+    from seqlab.data.readers import read_conll
+    from seqlab.errors import SeqlabError
+    from seqlab.features.words import WordsConfig
+
+    config = Path(__file__).parents[1] / "configs" / "ner-conll2003-bilstm-crf.yaml"
+    key = "model.embedder.features.word.add_dev_test_words"
+    assert load_config(config).model.embedder.features["word"].add_dev_test_words is True  # the default: as before
+    assert load_config(config, [f"{key}=false"]).model.embedder.features["word"].add_dev_test_words is False
+    with pytest.raises(SeqlabError, match="add_dev_test_words"):
+        load_config(config, [f"{key}=maybe"])
+    # without pre-trained vectors no dev/test word enters the vocabulary either way
+    path = tmp_path / "tiny.txt"
+    path.write_text(first_sentences(SAMPLE, 5), encoding="utf-8")
+    train = read_conll(path, label_column=2)
+    vocabs = []
+    for add in (True, False):
+        feature = WordsConfig(dim=4, pretrained=None, add_dev_test_words=add).build("word")
+        feature.fit(train, [Sentence(NEW)], 0)
+        vocabs.append(feature.vocab.itos)
+    assert vocabs[0] == vocabs[1] and "tokyo" not in vocabs[1]

@@ -7,7 +7,8 @@ characters it covers in the input.
     A rule-based English tokenizer in the manner of the Penn Treebank, one regular expression (:data:`ENGLISH`):
     URLs and e-mail addresses; abbreviations with inner periods (``U.S.``, ``e.g.``) and a short list of titles
     (``Mr.``, ``Dr.``, ``Inc.``); numbers with inner separators (``1,000.50``, ``3.5``, ``12:30``); words,
-    hyphenated words and words with an inner apostrophe (``state-of-the-art``, ``o'clock``); then each other
+    hyphenated words and words with an inner apostrophe (``state-of-the-art``, ``o'clock``), combining marks
+    staying with their letter (a decomposed ``café``); then each other
     character alone (``(``, ``$``, ``%``), except runs of periods or dashes (``...``, ``--``). A word's clitic is
     split off: ``don't`` -> ``do`` ``n't``, ``can't`` -> ``ca`` ``n't``, ``John's`` -> ``John`` ``'s`` (also
     ``'re``, ``'ve``, ``'ll``, ``'d``, ``'m``; a typographic apostrophe too).
@@ -28,13 +29,15 @@ TOKENIZERS = ("whitespace", "english", "chars")
 
 Offsets = list[tuple[int, int]]  # (start, end) character offsets of each token, end exclusive
 
+# a word character, or a combining mark (a decomposed "é" is "e" + U+0301 and stays one word)
+_W = r"[\w\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
 _TITLES = r"(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|vs|etc)\."
 ENGLISH = re.compile(
     r"https?://[^\s<>\"]*[^\s<>\"'.,;:!?)\]}]"  # a URL, without trailing punctuation
     r"|[\w.+-]+@\w+(?:\.\w+)+"  # an e-mail address
     rf"|(?<![^\W\d_])(?:[^\W\d_]\.){{2,}}|\b{_TITLES}"  # U.S., e.g.; Mr., Inc.
     r"|\d+(?:[.,:/]\d+)+(?![^\W_])"  # 1,000.50  3.5  12:30  1/2
-    r"|\w+(?:[-'’]\w+)*"  # words, hyphenated words, o'clock
+    rf"|{_W}+(?:[-'’]{_W}+)*"  # words, hyphenated words, o'clock
     r"|\.{2,}|-{2,}"  # ... --
     r"|\S",  # any other character alone
 )

@@ -61,6 +61,12 @@ class WordsConfig(FeatureConfig):
     lowercase: bool = Field(True, description="GloVe 6B is uncased; casing is kept by the casing feature")
     min_count: int = Field(1, ge=1, le=1_000_000, description="keep every training word; rare ones still get trained")
     replace_digits: bool = Field(False, description="map digits to 0 before lookup (NCRF++ option)")
+    add_dev_test_words: bool = Field(
+        True,
+        description="add the dev/test words that have a pre-trained vector to the vocabulary when the model is "
+        "built (as NCRF++ does); false keeps the vocabulary to the training words, and other words get their "
+        "vectors at prediction time",
+    )
 
     def output_dim(self) -> int:
         return self.dim
@@ -140,7 +146,7 @@ class WordsFeaturizer(VocabFeaturizer):
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
         c = self.config
         counts = Counter(self._norm(t) for s in train for t in s.tokens)
-        others = {self._norm(t) for s in other for t in s.tokens} if c.pretrained else set()
+        others = {self._norm(t) for s in other for t in s.tokens} if c.pretrained and c.add_dev_test_words else set()
         vocab, self._init = fit_vocab_and_table(
             counts, others, c.pretrained, c.dim, c.min_count, seed, key=f"model.embedder.features.{self.name}.dim"
         )

@@ -13,6 +13,10 @@ network the config describes (:func:`check_weights`): its parameter bytes (at mo
 then the safetensors header's length, names, dtypes, shapes and offsets, and the file's size, all before a tensor
 is read. A 3 GiB sparse ``model.safetensors``, a 1 GiB entry in a small archive or a config asking for hidden
 size 16384 are one error line, not gigabytes.
+
+A float32 parameter may be stored in half precision (F16 or BF16: :data:`STORED_AS`; ``Tagger.save(path,
+weights_dtype="float16")``, and a named model's ``card.json`` says ``weights_dtype``): it is checked and sized by
+the dtype stored, and read back as float32, so the network computes in float32 whatever the file holds.
 """
 
 from __future__ import annotations
@@ -63,6 +67,9 @@ DTYPES = {
     "U8": torch.uint8,
     "BOOL": torch.bool,
 }
+
+#: The dtypes a parameter may be stored as, besides its own: float32 ones in half precision (read back as float32).
+STORED_AS = {torch.float32: (torch.float16, torch.bfloat16)}
 
 Shapes = Mapping[str, tuple[tuple[int, ...], torch.dtype]]  # state dict entry -> (shape, dtype)
 
@@ -212,7 +219,8 @@ def read_weights(
 ) -> dict[str, torch.Tensor]:
     """The tensors of ``model.safetensors`` (format 1's under their current names), each finite. With
     ``shapes`` (what the config's network holds), the file is checked against them first
-    (:func:`check_weights`), and nothing larger than they need is read."""
+    (:func:`check_weights`), nothing larger than they need is read, and a tensor stored in half precision for a
+    float32 parameter (:data:`STORED_AS`) is returned as float32."""
     if shapes is not None and isinstance(files, ModelSource):
         files.limits[WEIGHTS] = check_weights(files, path, shapes, _v1_name if version == 1 else None)
     try:
@@ -226,6 +234,11 @@ def read_weights(
     for name, tensor in weights.items():
         if tensor.is_floating_point() and not torch.isfinite(tensor).all():
             raise SeqlabError(f"model.safetensors: tensor '{name}' holds NaN or infinite values", path=path)
+    if shapes is not None:
+        for name, tensor in weights.items():
+            needed = shapes[name][1] if name in shapes else tensor.dtype
+            if tensor.dtype != needed and tensor.dtype in STORED_AS.get(needed, ()):
+                weights[name] = tensor.to(needed)
     return weights
 
 
@@ -308,7 +321,7 @@ def _check_entry(name: str, entry: Any, shape: tuple[int, ...], dtype: torch.dty
     found = DTYPES.get(entry.get("dtype"))
     if found is None:
         raise SeqlabError(f"model.safetensors: tensor '{name}' has dtype {entry.get('dtype')!r}", path=path)
-    if found != dtype:
+    if found != dtype and found not in STORED_AS.get(dtype, ()):
         raise SeqlabError(f"model.safetensors: tensor '{name}' is {found}, the model needs {dtype}", path=path)
     if tuple(entry["shape"]) != tuple(shape):
         raise SeqlabError(
@@ -317,7 +330,7 @@ def _check_entry(name: str, entry: Any, shape: tuple[int, ...], dtype: torch.dty
             path=path,
         )
     begin, end = entry["data_offsets"]
-    if end - begin != math.prod(shape) * dtype.itemsize:
+    if end - begin != math.prod(shape) * found.itemsize:
         raise SeqlabError(
             f"model.safetensors: corrupt weights: tensor '{name}' has {end - begin:,} bytes of data "
             f"for its shape {list(shape)}",

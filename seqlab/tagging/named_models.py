@@ -15,8 +15,14 @@ A named model's folder holds the usual model files plus a model card: ``card.md`
      "data": {"name": "CoNLL-2003 English", "terms": "..."},
      "recipe": {"config": "configs/ner-conll2003-bilstm-crf.yaml", "command": "seqlab train ..."},
      "scores": {"test": {"metric": "f1", "value": 91.0, "paper": 91.2, "paper_source": "..."}, "dev": {...}},
-     "speed": {"sentences_per_second": 2000, "batch": 64, "machine": "..."},
-     "size_bytes": 12345678, "weights_dtype": "float16"}
+     "speed": {"batch_64_sentences_per_s": 2000.0, "batch_1_sentences_per_s": 600.0, "threads": 1, "machine": "...",
+               "measured": "2026-11-26 12:00 UTC"},
+     "size_bytes": 12345678, "weights_dtype": "float16",
+     "weights_check": {"sentences": 4346, "tokens": 208066, "differ": 0, ...}}
+
+``weights_dtype`` is float32, float16, or float16+float32 with ``float16_tensors`` naming those in float16 (they are
+read back as float32); ``weights_check``: the test set on which the half-precision model's tags were checked against
+the float32 model's (models/build.py).
 
 ``seqlab models`` lists each name with its language, task, test score (and the paper's) and size on disk (the
 model files measured, not the card's word).
@@ -49,6 +55,8 @@ CARD_KEYS = (
     "speed",
     "size_bytes",
     "weights_dtype",
+    "float16_tensors",
+    "weights_check",
 )
 
 

@@ -7,8 +7,10 @@ import io
 import json
 import logging
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 
+import torch
 from safetensors.torch import save as st_save
 
 from seqlab.config import ExperimentConfig
@@ -27,9 +29,34 @@ from seqlab.version import __version__
 log = logging.getLogger("seqlab")
 
 
-def model_files(tagger) -> dict[str, bytes]:
-    """The files of ``tagger``'s model folder, by name: what :func:`save` writes and checkpoints hold."""
+#: What :func:`save` may store float32 parameters as (``weights_dtype``); loading reads them back as float32.
+WEIGHTS_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def model_files(tagger, weights_dtype: str = "float32", tensors: Collection[str] | None = None) -> dict[str, bytes]:
+    """The files of ``tagger``'s model folder, by name: what :func:`save` writes and checkpoints hold. With
+    ``weights_dtype`` float16 (or bfloat16) the float32 tensors of ``model.safetensors`` named in ``tensors`` (its
+    state dict's names; None: all of them) are stored in that dtype, half their bytes
+    (:mod:`seqlab.tagging.modelfile` reads them back as float32). A name the network does not have, or a value the
+    dtype cannot hold (beyond float16's 65,504), is a one-line SeqlabError, not an infinity in the file."""
+    if weights_dtype not in WEIGHTS_DTYPES:
+        raise SeqlabError(f"weights_dtype must be {', '.join(WEIGHTS_DTYPES)}, got {weights_dtype!r}")
+    stored = WEIGHTS_DTYPES[weights_dtype]
     state = {k: v.detach().contiguous().cpu() for k, v in tagger.net.state_dict().items()}
+    unknown = sorted(set(tensors or ()) - set(state))
+    if unknown:
+        raise SeqlabError(
+            f"no tensor named {', '.join(map(repr, unknown[:3]))} in the network to store as {weights_dtype}"
+        )
+    for name in state if tensors is None else tensors:
+        tensor = state[name]
+        if stored != torch.float32 and tensor.dtype == torch.float32:
+            state[name] = tensor.to(stored)
+            if not torch.isfinite(state[name]).all() and torch.isfinite(tensor).all():
+                raise SeqlabError(
+                    f"tensor '{name}' holds values beyond {weights_dtype}'s range "
+                    f"(largest {tensor.abs().max().item():.4g}): save it as float32"
+                )
     meta = {
         "seqlab_version": __version__,
         "format_version": FORMAT_VERSION,
@@ -56,11 +83,11 @@ def check_save_target(path: str | Path) -> None:
         check_writable(path, folder=True)
 
 
-def save(tagger, path: str | Path) -> None:
+def save(tagger, path: str | Path, weights_dtype: str = "float32", tensors: Collection[str] | None = None) -> None:
     """:meth:`seqlab.tagger.Tagger.save`."""
     path = Path(path)
     check_save_target(path)
-    files = model_files(tagger)
+    files = model_files(tagger, weights_dtype, tensors)
     if path.suffix == ".zip":
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
