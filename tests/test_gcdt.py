@@ -15,7 +15,8 @@ from seqlab.decoders import LabelDTConfig, TagSet
 from seqlab.encoders import GlobalContextConfig
 from seqlab.errors import SeqlabError
 from seqlab.nn.context import Context
-from seqlab.nn.dt import DTRNN, TGRUCell
+from seqlab.nn.dt import DTRNN, BiDTRNN, TGRUCell
+from seqlab.nn.lstm import gather_steps, reversal_index
 from tests.conftest import (
     assert_same_on_two_threads,
     assert_save_load_identical,
@@ -71,6 +72,85 @@ def test_dt_with_no_transition_is_an_lgru_and_transitions_chain():
     for t in range(5):
         h = plain.lgru(plain.x_proj(x[:, t]), h)
     torch.testing.assert_close(plain(x)[:, -1], h)
+
+
+def _per_direction(rnn: BiDTRNN, x, lengths):
+    """BiDTRNN written as its two DTRNNs one after the other (the computation before the fused loop)."""
+    index = reversal_index(lengths, x.shape[1])
+    back = gather_steps(rnn.bwd(gather_steps(x, index)), index)
+    return torch.cat([rnn.fwd(x), back], dim=-1)
+
+
+BIDT_CASES = [
+    {"transitions": 0},
+    {"transitions": 1},
+    {"transitions": 4},
+    {"transitions": 0, "layer_norm": True},
+    {"transitions": 1, "layer_norm": True},
+    {"transitions": 4, "layer_norm": True},
+    {"transitions": 2, "position_signal": True},
+    {"transitions": 2, "cell": "gru"},
+]
+
+
+def _bidt(seed, options):
+    torch.manual_seed(seed)
+    rnn = BiDTRNN(5, 6, **options)
+    with torch.no_grad():  # the two directions and every gain and bias different, so a swap would show
+        for p in rnn.parameters():
+            if p.dim() == 1:
+                p.add_(0.3 * torch.randn_like(p))
+    lengths = torch.tensor([7, 3, 5, 1])
+    mask = torch.arange(7)[None, :] < lengths[:, None]  # (4, 7), right-padded
+    x = torch.randn(4, 7, 5)
+    x = torch.where(mask[..., None], x, 5 * torch.randn_like(x))  # large values at padded positions
+    return rnn, x, lengths, mask
+
+
+@pytest.mark.parametrize("options", BIDT_CASES, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+def test_fused_bidt_equals_the_two_directions_run_apart(options):
+    """The one-loop BiDTRNN gives the outputs of its two DTRNNs run one after the other, and the same
+    gradient for every parameter and for the input, on a right-padded batch of four lengths."""
+    rnn, x, lengths, mask = _bidt(5, options)
+    weights = torch.randn(4, 7, 12) * mask[..., None]  # a loss that reads every real output
+    results = []
+    for run in (rnn, lambda x, lengths: _per_direction(rnn, x, lengths)):
+        rnn.zero_grad()
+        xg = x.clone().requires_grad_()
+        out = run(xg, lengths)
+        (out * weights).sum().backward()
+        grads = {name: p.grad.clone() for name, p in rnn.named_parameters()}
+        results.append((out.detach(), xg.grad, grads))
+    (out, xgrad, grads), (want, want_xgrad, want_grads) = results
+    assert out.shape == (4, 7, 12)
+    torch.testing.assert_close(out[mask], want[mask], rtol=0, atol=1e-5)
+    torch.testing.assert_close(xgrad, want_xgrad, rtol=0, atol=1e-5)
+    assert grads.keys() == want_grads.keys() and all(n.startswith(("fwd.", "bwd.")) for n in grads)
+    for name in grads:
+        assert grads[name].abs().sum() > 0, name  # each parameter is reached
+        torch.testing.assert_close(grads[name], want_grads[name], rtol=0, atol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize("options", BIDT_CASES, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+def test_fused_bidt_outputs_do_not_depend_on_padding(options):
+    rnn, x, lengths, _ = _bidt(6, options)
+    with torch.no_grad():
+        batch = rnn(x, lengths)
+        for b, n in enumerate(lengths.tolist()):
+            alone = rnn(x[b : b + 1, :n], lengths[b : b + 1])
+            torch.testing.assert_close(batch[b, :n], alone[0], rtol=0, atol=1e-5)
+
+
+def test_fused_bidt_cell_dropout_masks_each_direction():
+    """In training, cell dropout reaches both directions (one draw of (2, batch, hidden) per transition)."""
+    rnn, x, lengths, mask = _bidt(7, {"transitions": 2, "cell_dropout": 0.5})
+    with torch.no_grad():
+        plain = rnn.eval()(x, lengths)
+        torch.manual_seed(0)
+        dropped = rnn.train()(x, lengths)
+    assert dropped.shape == plain.shape
+    for half in (slice(0, 6), slice(6, 12)):
+        assert not torch.allclose(dropped[..., half][mask], plain[..., half][mask])
 
 
 @pytest.mark.parametrize("pooling", ["mean", "max", "attention"])

@@ -150,9 +150,16 @@ class LabelDTDecoder(Decoder):
         h = x.new_zeros(batch * k, self.rnn.hidden)
         back, labels = [], []  # per step: (batch, k) source beam and label
         g_k = None if g is None else g.repeat_interleave(k, dim=0)  # (batch * k, g)
+        # loop invariants: each beam its own source, each sentence's first row, the mask per beam row, and
+        # the end penalty at each sentence's last position
+        keep = torch.arange(k, device=x.device).expand(batch, k)  # (batch, k)
+        first_row = torch.arange(batch, device=x.device).unsqueeze(1) * k  # (batch, 1)
+        mask_k = mask.repeat_interleave(k, dim=0)  # (batch * k, seq)
+        at_end = ends.unsqueeze(1) == torch.arange(seq_len, device=x.device)  # (batch, seq)
+        last_penalty = torch.where(at_end.unsqueeze(-1), self.end_penalty, 0.0)  # (batch, seq, n)
         for t in range(seq_len):
             if w is not None:
-                xp = x_part[:, t].repeat_interleave(k, dim=0) + y_part[prev.flatten()]  # (batch * k, 5h)
+                xp = (x_part[:, t].unsqueeze(1) + y_part[prev]).view(batch * k, -1)  # (batch * k, 5h)
                 h_new = self.rnn.step(xp, h)
             else:  # conventional GRU cell
                 y = self.labels(prev.flatten()) + (0 if pos is None else pos[t])
@@ -160,23 +167,22 @@ class LabelDTDecoder(Decoder):
                 h_new = self.rnn.gru(inp.unsqueeze(1), h.unsqueeze(0))[0].squeeze(1)
             logp = self._logits(h_new, g_k).log_softmax(-1).view(batch, k, n)  # (batch, k, n)
             logp = logp + self.penalty[prev]  # forbidden transitions from each beam's last label
-            logp = logp + torch.where((ends == t)[:, None, None], self.end_penalty, 0.0)
+            logp = logp + last_penalty[:, t].unsqueeze(1)  # the end penalty at each last token
             cand = (score.unsqueeze(-1) + logp).view(batch, k * n)
             top, idx = cand.topk(k, dim=1)  # (batch, k)
             src, lab = idx // n, idx % n
             live = mask[:, t].unsqueeze(1)  # (batch, 1): sentences that still have a token here
-            keep = torch.arange(k, device=x.device).expand(batch, k)
             src = torch.where(live, src, keep)
             lab = torch.where(live, lab, prev)
             score = torch.where(live, top, score)
-            rows = (src + torch.arange(batch, device=x.device).unsqueeze(1) * k).flatten()  # (batch * k,)
-            h = torch.where(live.repeat_interleave(k, dim=0), h_new[rows], h)
+            rows = (src + first_row).flatten()  # (batch * k,)
+            h = torch.where(mask_k[:, t].unsqueeze(1), h_new[rows], h)
             prev = lab
             back.append(src)
             labels.append(lab)
         # follow the back-pointers from the final beams
         path = []
-        beam = torch.arange(k, device=x.device).expand(batch, k)
+        beam = keep
         for t in range(seq_len - 1, -1, -1):
             path.append(labels[t].gather(1, beam))
             beam = back[t].gather(1, beam)
