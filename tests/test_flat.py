@@ -4,9 +4,9 @@ R against the naive formula, and the tagger end to end (overfit, save -> load ->
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from seqlab.features.lattice import LatticeConfig
 from seqlab.features.lexicon import Lexicon, jieba_dict_path, read_word_file
 from seqlab.nn.context import Context
 from tests.conftest import assert_same_on_two_threads
+from tests.forkserver import seqlab_command
 
 FIGURE1 = list("重庆人和药店")  # the paper's Figure 1: Chongqing Renhe Pharmacy
 FIGURE1_WORDS = ["重庆", "重庆人", "人和药店", "药店"]
@@ -438,11 +439,10 @@ def test_flat_batches_side_by_side_predict_what_one_thread_does(flat_run):
 def test_cli_predicts_raw_chinese_text_and_says_when_it_split(flat_run):
     _, _, run, _ = flat_run
     text = "张三毕业于北京大学，现任华为技术有限公司工程师。\n"
+    seqlab = seqlab_command(dict(os.environ))  # python -m seqlab, forked from a server that has imported it
     proc = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "seqlab",
+            *seqlab,
             "predict",
             str(run / "model"),
             "-",
@@ -461,7 +461,7 @@ def test_cli_predicts_raw_chinese_text_and_says_when_it_split(flat_run):
     assert "split at 10, 22 for tagging" in proc.stderr
     whole = json.loads(
         subprocess.run(
-            [sys.executable, "-m", "seqlab", "predict", str(run / "model"), "-", "--output-format", "jsonl"],
+            [*seqlab, "predict", str(run / "model"), "-", "--output-format", "jsonl"],
             input=text,
             capture_output=True,
             text=True,

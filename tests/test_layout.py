@@ -9,6 +9,7 @@ package as well. ``python tests/test_layout.py`` prints the graph's report.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -55,13 +56,19 @@ def is_package(name: str, known: dict[str, Path]) -> bool:
 
 
 def is_shim(path: Path) -> bool:
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(parsed(path)) or ""
     return doc.startswith(SHIM_MARK)
+
+
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, parsed once per session (the package's files do not change under the tests)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def imports(name: str, path: Path, known: dict[str, Path]):
     """(line, target module, imported names or None, explicit) for each seqlab import in ``path``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     package = name if is_package(name, known) else name.rpartition(".")[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -145,11 +152,12 @@ def private_uses(known: dict[str, Path]) -> list[str]:
     """``from seqlab.x import _name`` in another module, and ``module._name`` on an imported seqlab module."""
     found = []
     for name, path in known.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
+        own = list(imports(name, path, known))  # once per module, not once per import statement
         bound: dict[str, str] = {}  # local name -> seqlab module
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                for lineno, target, names in imports(name, path, known):
+                for lineno, target, names in own:
                     if lineno == node.lineno and names and target != name:
                         found += [
                             f"{name}:{lineno}: {target}.{n}"
@@ -205,7 +213,9 @@ def upward(edges: dict[str, set[str]], shims: set[str], known: dict[str, Path]) 
     return sorted(out)
 
 
+@functools.cache
 def report() -> dict[str, list]:
+    """The graph's findings, worked out once for all the tests below (they only read them)."""
     known = modules()
     shims = {m for m, p in known.items() if is_shim(p)}
     edges = graph(known)

@@ -9,6 +9,7 @@ import pytest
 
 from seqlab import Tagger, train
 from tests.conftest import tiny_config
+from tests.forkserver import python_command, seqlab_command
 
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -143,14 +144,16 @@ def test_an_error_reaches_only_the_request_that_caused_it():
     assert isinstance(err, SeqlabError)
 
 
-def _serve(model, *options: str, stderr, stdout=None):
-    """``seqlab serve MODEL OPTIONS`` as a real process on a free loopback port: (process, base URL)."""
+def _serve(model, *options: str, stderr, stdout=None, forked: bool = False):
+    """``seqlab serve MODEL OPTIONS`` as a real process on a free loopback port: (process, base URL). A fresh
+    interpreter, or where ``forked``, a process forked from the tests' seqlab server (tests/forkserver.py: no
+    imports to wait for; signals sent to the process reach the service): for a service of one process (the
+    worker tests look for the workers among the process's descendants)."""
     import subprocess
-    import sys
 
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "seqlab", "-q", "serve", str(model), "--port", str(port), *options],
+        [*seqlab_command(_env(), fresh=not forked), "-q", "serve", str(model), "--port", str(port), *options],
         env=_env(),
         stdout=stdout or subprocess.DEVNULL,
         stderr=stderr,
@@ -181,7 +184,7 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(shared_tiny_model):
     import time
     import urllib.request
 
-    server, base = _serve(shared_tiny_model[1], stderr=subprocess.PIPE)
+    server, base = _serve(shared_tiny_model[1], stderr=subprocess.PIPE, forked=True)
     try:
         _wait_ready(base)
         # the default --threads leaves one of the process's PyTorch threads to the event loop
@@ -226,7 +229,9 @@ def test_access_log_is_on_by_default_and_off_with_its_flag(shared_tiny_model):
 
     logs = {}
     for options in (("--max-sentences", "1"), ("--no-access-log",)):
-        server, base = _serve(shared_tiny_model[1], *options, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+        server, base = _serve(
+            shared_tiny_model[1], *options, stderr=subprocess.PIPE, stdout=subprocess.PIPE, forked=True
+        )
         try:
             _wait_ready(base)
             req = urllib.request.Request(
@@ -359,7 +364,6 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
     """The parent's model check passes (here: stubbed) but every worker fails to load its model: the
     supervisor stops, and ``seqlab serve --workers 2`` exits with status 2 and says so, instead of 0."""
     import subprocess
-    import sys
 
     port = _free_port()
     script = (
@@ -368,7 +372,9 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_2(tmp_path):
         f"sys.exit(cli.main(['-q', 'serve', {str(tmp_path / 'nomodel')!r}, '--port', '{port}', "
         "'--workers', '2']))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [*python_command(_env()), "-c", script], env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 2, done.stderr[-800:]
     assert "a worker process failed to start" in done.stderr
 
@@ -467,7 +473,6 @@ def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model, workers)
     model is loaded."""
     import socket
     import subprocess
-    import sys
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -480,7 +485,9 @@ def test_a_port_in_use_is_one_line_before_any_worker(shared_tiny_model, workers)
             f"sys.exit(cli.main(['-q', 'serve', {str(shared_tiny_model[1])!r}, '--port', '{port}', "
             f"'--workers', '{workers}']))\n"
         )
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=_env())
+        done = subprocess.run(
+            [*python_command(_env()), "-c", script], capture_output=True, text=True, timeout=300, env=_env()
+        )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip() == f"error: serve: cannot listen on 127.0.0.1:{port}: Address already in use"
 
@@ -495,7 +502,7 @@ def test_a_body_far_over_the_limit_gets_413_not_a_reset(shared_tiny_model):
     import httpx
 
     server, base = _serve(
-        shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log", stderr=subprocess.DEVNULL
+        shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log", stderr=subprocess.DEVNULL, forked=True
     )
     try:
         _wait_ready(base)
@@ -529,7 +536,7 @@ def test_a_client_waiting_for_100_continue_gets_413_without_sending_its_body(sha
     import subprocess
 
     server, base = _serve(
-        shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log", stderr=subprocess.DEVNULL
+        shared_tiny_model[1], "--max-body-bytes", "4000", "--no-access-log", stderr=subprocess.DEVNULL, forked=True
     )
     try:
         _wait_ready(base)
@@ -550,7 +557,6 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
     """The path for macOS and the BSDs, run here by turning SO_REUSEPORT off: the parent listens and both
     workers serve the socket they inherit."""
     import subprocess
-    import sys
     import urllib.request
 
     port = _free_port()
@@ -562,7 +568,7 @@ def test_one_shared_socket_where_the_kernel_does_not_spread_connections(shared_t
     )
     log = tmp_path / "serve.log"
     with log.open("wb") as err:
-        server = subprocess.Popen([sys.executable, "-c", script], env=_env(), stderr=err)
+        server = subprocess.Popen([*python_command(_env()), "-c", script], env=_env(), stderr=err)
     try:
         _wait_while(server, log, lambda: log.read_text().count("Application startup complete") < 2)
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).read() == b'{"status":"ok"}'
