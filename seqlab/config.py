@@ -272,8 +272,15 @@ class TrainConfig(LayerConfig):
             "cosine": ("lr_decay", "lr_hold_steps", "lr_half_life_steps"),
         }[self.lr_schedule]
         for key in unused:
-            if getattr(self, key) != type(self).model_fields[key].default:
-                raise check_error(ConfigCheckError(key, f"is not used by lr_schedule '{self.lr_schedule}'"))
+            default = type(self).model_fields[key].default
+            if getattr(self, key) != default:
+                raise check_error(
+                    ConfigCheckError(
+                        key,
+                        f"is not used by lr_schedule '{self.lr_schedule}': leave it out of the config "
+                        f"(or --set train.{key}={default}, its default)",
+                    )
+                )
         return self
 
 

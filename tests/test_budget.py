@@ -80,8 +80,8 @@ def _budgeted(path, budget: str, **train_over):
         budget_evals=6,
         lr_schedule="linear",
         lr_decay=TrainConfig.model_fields["lr_decay"].default,
-        **train_over,
     )
+    raw["train"].update(train_over)
     return config_from_dict(raw)
 
 
@@ -102,6 +102,22 @@ def test_a_budgeted_run_stops_in_time_and_reaches_the_end_of_its_schedule(tiny_c
     assert [r["lr"] for r in log] == sorted(r["lr"] for r in log)[::-1]
     assert result.best_epoch in [r["epoch"] for r in log]
     assert (tmp_path / "run" / "curves.png").is_file() and result.test is not None
+
+
+def test_a_budget_that_max_epochs_cuts_short_is_reported(tiny_corpus, tmp_path, caplog):
+    """max_epochs still bounds a budgeted run; when it will end training well before the budget, the log says so
+    once (after the first dev scoring), and the run ends at max_epochs."""
+    plan = Plan(100.0, 10, 6, 1.0, RunClock())
+    assert plan.steps_end_early(0) is None  # no step measured yet
+    plan.costs.add_step(1.0)
+    assert plan.steps_end_early(0) == pytest.approx(10.0, abs=0.5)  # 10 steps of 1 s, out of about 92 s
+    plan.costs.step = 10.0
+    assert plan.steps_end_early(0) is None  # 100 s: the steps fill the budget
+    with caplog.at_level("WARNING", logger="seqlab"):
+        result = train(_budgeted(tiny_corpus, "10m", max_epochs=2), tmp_path / "run", progress=False)
+    assert result.epochs_run == 2
+    said = [r.getMessage() for r in caplog.records if "train.max_epochs (2) ends training" in r.getMessage()]
+    assert len(said) == 1 and "of the 600 s budget" in said[0]
 
 
 def test_resume_continues_the_clock(tiny_corpus, tmp_path):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from seqlab.io.files import atomic_write_dir, atomic_write_text
+from seqlab.io.files import COMPLETE, atomic_write_dir, atomic_write_text
 
 
 def test_failed_dir_write_keeps_old_version(tmp_path):
@@ -23,6 +24,29 @@ def test_failed_dir_write_keeps_old_version(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temp folders left behind
     atomic_write_dir(target, lambda d: (d / "a.txt").write_text("v2"))
     assert (target / "a.txt").read_text() == "v2"
+
+
+def test_a_writer_killed_while_filling_leaves_nothing_for_the_next_write(tmp_path):
+    """A writer killed by a signal runs no clean-up: its half-filled temp folder is removed by the next write to the
+    same place once its process is gone; a live writer's, a filled one (a recovery copy) and an unrelated folder
+    stay."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "model"
+    atomic_write_dir(target, lambda d: (d / "a.txt").write_text("v1"))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(gone.stdout)  # a process that has ended
+    (tmp_path / f".model.{dead}.abc123.tmp").mkdir()  # killed mid-fill
+    (tmp_path / f".model.{os.getpid()}.live12.tmp").mkdir()  # a writer still running (this process)
+    filled = tmp_path / f".model.{dead}.full12.tmp"
+    filled.mkdir()
+    (filled / COMPLETE).write_bytes(b"")
+    (tmp_path / ".other.999999.x.tmp").mkdir()  # another folder's
+    atomic_write_dir(target, lambda d: (d / "a.txt").write_text("v2"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["model", f".model.{os.getpid()}.live12.tmp", filled.name, ".other.999999.x.tmp"]
+    )
 
 
 def test_atomic_text_replaces(tmp_path):

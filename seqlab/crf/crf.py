@@ -139,14 +139,7 @@ class CRF(nn.Module):
         if mask is None:
             mask = torch.ones(batch, seq_len, dtype=torch.bool, device=emissions.device)
         else:
-            if not isinstance(mask, Tensor):
-                raise ValueError(f"mask: expected a bool Tensor, got {type(mask).__name__}")
-            if mask.dtype != torch.bool:
-                raise ValueError(f"mask: expected dtype torch.bool, got {mask.dtype}")
-            if mask.shape != (batch, seq_len):
-                raise ValueError(
-                    f"mask: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(mask.shape)}"
-                )
+            _check_like_emissions("mask", mask, torch.bool, (batch, seq_len))
             if not bool(mask[:, 0].all()):
                 bad = (~mask[:, 0]).nonzero().flatten().tolist()
                 raise ValueError(
@@ -155,14 +148,7 @@ class CRF(nn.Module):
             if seq_len > 1 and bool((mask[:, 1:] & ~mask[:, :-1]).any()):
                 raise ValueError("mask: expected left-aligned masks (no True after a False), got a gap")
         if tags is not None:
-            if not isinstance(tags, Tensor):
-                raise ValueError(f"tags: expected a long Tensor, got {type(tags).__name__}")
-            if tags.dtype != torch.long:
-                raise ValueError(f"tags: expected dtype torch.long, got {tags.dtype}")
-            if tags.shape != (batch, seq_len):
-                raise ValueError(
-                    f"tags: expected shape {(batch, seq_len)} (emissions' first two dims), got {tuple(tags.shape)}"
-                )
+            _check_like_emissions("tags", tags, torch.long, (batch, seq_len))
             real = tags[mask]
             if real.numel() and bool(((real < 0) | (real >= self.num_tags)).any()):
                 raise ValueError(
@@ -475,3 +461,14 @@ def kbest_paths(
     for b, n in enumerate(lengths.tolist()):
         out.append([TagPath(p[:n], s) for p, s in zip(paths[b], scores[b]) if s != neg_inf])
     return out
+
+
+def _check_like_emissions(name: str, value: object, dtype: torch.dtype, shape: tuple[int, int]) -> None:
+    """``value`` a Tensor of ``dtype`` and shape (batch, seq_len), the emissions' first two dims."""
+    kind = "bool" if dtype == torch.bool else "long"
+    if not isinstance(value, Tensor):
+        raise ValueError(f"{name}: expected a {kind} Tensor, got {type(value).__name__}")
+    if value.dtype != dtype:
+        raise ValueError(f"{name}: expected dtype torch.{kind}, got {value.dtype}")
+    if value.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape} (emissions' first two dims), got {tuple(value.shape)}")

@@ -121,7 +121,8 @@ def atomic_write_dir(path: str | os.PathLike, fill: Callable[[Path], None], name
     check_folder_kind(path, names)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+        _remove_interrupted(path)
+        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"))
     except OSError as err:
         raise _cannot_write(err, path) from None
     try:
@@ -151,10 +152,13 @@ def _writer_alive(aside: Path) -> bool:
     """Whether the process that put ``aside`` (``.NAME.PID.old``) there is still running, other than this one:
     it may be between its two renames right now."""
     pid = aside.name.rsplit(".", 2)[-2]
-    if not pid.isdigit() or int(pid) == os.getpid():
-        return False
+    return pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid))
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (this one included)."""
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:  # another user's process: alive
@@ -162,9 +166,27 @@ def _writer_alive(aside: Path) -> bool:
     return True
 
 
+def _temp_name(path: Path) -> re.Pattern:
+    """The names of :func:`atomic_write_dir`'s temp folders for ``path``: ``.NAME.PID.RANDOM.tmp`` (group 1 the
+    writer's PID; without it in folders of older versions), no other folder's."""
+    return re.compile(rf"\.{re.escape(path.name)}\.(?:([0-9]+)\.)?[A-Za-z0-9_]+\.tmp")
+
+
+def _remove_interrupted(path: Path) -> None:
+    """Temp folders of ``path`` that a killed writer left half filled (no completion marker, the writer's
+    process gone): removed, so that a package or save stopped by a signal leaves nothing behind for long."""
+    temp = _temp_name(path)
+    for folder in path.parent.iterdir():
+        match = temp.fullmatch(folder.name)
+        if not match or not match.group(1) or (folder / COMPLETE).exists():
+            continue
+        if not _pid_alive(int(match.group(1))):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def _swap_leftovers(path: Path) -> tuple[list[Path], list[Path]]:
     """The filled temp folders (they hold the completion marker) and the set-aside old folders beside ``path``."""
-    temp = re.compile(rf"\.{re.escape(path.name)}\.[A-Za-z0-9_]+\.tmp")  # mkdtemp's names, no other folder's
+    temp = _temp_name(path)
     old = re.compile(rf"\.{re.escape(path.name)}\.[0-9]+\.old")
     siblings = [p for p in path.parent.iterdir() if p.is_dir()]
     filled = [p for p in siblings if temp.fullmatch(p.name) and (p / COMPLETE).exists()]

@@ -90,6 +90,17 @@ class Plan:
             return False
         return self.clock.elapsed() + self.costs.step >= self.end()
 
+    #: Below this share of the budget, a run that ``max_epochs`` ends is reported (:meth:`steps_end_early`).
+    EARLY_SHARE = 0.7
+
+    def steps_end_early(self, done_steps: int) -> float | None:
+        """With a budget: the clock time at which, at the pace measured so far, ``total_steps`` (max_epochs) will
+        end training, where that comes before ``EARLY_SHARE`` of the training time; else None."""
+        if self.budget is None or not self.costs.steps_seen:
+            return None
+        finish = self.clock.elapsed() + max(self.total_steps - done_steps, 0) * self.costs.step
+        return finish if finish < self.EARLY_SHARE * self.end() else None
+
     def eval_due(self, epoch_end: bool) -> bool:
         """Dev scoring now? Without a budget at each epoch's end; with one, every ``budget / evals`` seconds (and
         not more often than ``MAX_EVAL_SHARE`` allows once a scoring's cost is known)."""

@@ -295,6 +295,14 @@ def _train_rank(
                 clock,
             )
             segment = Segment()
+            if len(state["history"]) == 1 and (finish := plan.steps_end_early(done)) is not None:
+                log.warning(
+                    "at this pace train.max_epochs (%d) ends training after about %.0f s of the %.0f s budget: "
+                    "raise it to use the whole budget",
+                    cfg.max_epochs,
+                    finish,
+                    budget,
+                )
             stop = decide[1] or (budget is None and state["bad_epochs"] >= cfg.patience)
             if stop:
                 break
