@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "configs"
 FLAT_LINE = "    - {type: flat, lattice: lexicon, d_model: 160, heads: 8, ff: 480, layers: 1, output_dropout: 0.3}\n"
-LEXICON_LINE = "      lexicon: {type: lattice, lexicon: jieba, dim: 50, dropout: 0.5}\n"
+LEXICON_LINE = "      lexicon: {type: lattice"  # the lattice feature's line, whatever its options
 BATCH_LINE = "  batch_length: lexicon\n"
 
 VARIANTS = {
@@ -49,6 +49,8 @@ def main() -> None:
         for name, (what, edits) in VARIANTS.items():
             text = body
             for old, new in edits.items():
+                if old == LEXICON_LINE:  # the whole line
+                    old = next(line for line in text.splitlines(keepends=True) if line.startswith(LEXICON_LINE))
                 assert old in text, (corpus, name, old)
                 text = text.replace(old, new)
             header = (

@@ -127,6 +127,12 @@ RECIPES = {
         # the 30 MB of weights
         weights_dtype="float16",
         float16_tensors=("embedder.bigram.embed.weight",),
+        # the shipped model predates the word classes of the lattice (now on in the config); the 75-minute run with
+        # them (test 55.90) was refused: its bigram table in float16 changed 4 of the 208,066 test tags
+        overrides=(
+            "model.embedder.features.lexicon.word_tags=false",
+            "model.embedder.features.lexicon.frequency_bins=0",
+        ),
     ),
 }
 

@@ -39,7 +39,8 @@ def test_config_validates_and_builds(path):
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():  # vocabularies from two sentences, no pre-trained vectors to read
         if hasattr(f, "vocab"):
-            f.load_state({"itos": ["<pad>", "<unk>", "a", "b"], "lexicon": ["ab"]}, "test")
+            lattice = {"tag_names": ["n"], "word_tags": [1], "word_frequencies": [3]}  # for lattices' options
+            f.load_state({"itos": ["<pad>", "<unk>", "a", "b"], "lexicon": ["ab"], **lattice}, "test")
     net = TaggerNet(config.model, featurizers, TagSet(["O", "B-NP", "I-NP", "E-NP", "S-NP"], "BIOES"))
     assert len(net.encoders) == len(config.model.encoders)
     assert net.embedder.output_dim == config.model.embedder.output_dim()
@@ -52,7 +53,7 @@ def test_overrides_are_typed(tmp_path):
 
 
 def test_psa_ablations_change_only_the_stack():
-    base = load_config(Path(CONFIGS[0]).parent / "chunking-psa.yaml").model_dump()
+    base = load_config(Path(CONFIGS[0]).parent / "paper" / "chunking-psa.yaml").model_dump()  # the paper's recipe
     for path in (Path(CONFIGS[0]).parent / "psa").glob("chunking-*.yaml"):
         other = load_config(path).model_dump()
         assert other["data"] == base["data"] and other["train"] == base["train"], path.name

@@ -463,9 +463,9 @@ def test_parameter_shapes_are_those_of_the_built_network(path):
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():
         if hasattr(f, "vocab"):
-            f.load_state(
-                {"itos": ["<pad>", "<unk>", "a", "b"] + [f"w{i}" for i in range(3000)], "lexicon": ["ab"]}, "test"
-            )
+            itos = ["<pad>", "<unk>", "a", "b"] + [f"w{i}" for i in range(3000)]
+            lattice = {"tag_names": ["n", "nr"], "word_tags": [2], "word_frequencies": [40]}  # for lattice options
+            f.load_state({"itos": itos, "lexicon": ["ab"], **lattice}, "test")
     tags = TagSet(["O", "B-NP", "I-NP", "E-NP", "S-NP"], "BIOES")
     shapes = parameter_shapes(lambda: TaggerNet(config.model, featurizers, tags))
     real = TaggerNet(config.model, featurizers, tags).state_dict()

@@ -4,6 +4,7 @@ R against the naive formula, and the tagger end to end (overfit, save -> load ->
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -29,8 +30,8 @@ from seqlab.encoders.flat import (
 )
 from seqlab.errors import SeqlabError
 from seqlab.features.bigrams import BigramsConfig, bigrams
-from seqlab.features.lattice import LatticeConfig
-from seqlab.features.lexicon import Lexicon, jieba_dict_path, read_word_file
+from seqlab.features.lattice import LatticeConfig, frequency_bin
+from seqlab.features.lexicon import Lexicon, WordEntry, jieba_dict_path, read_word_entries, read_word_file
 from seqlab.nn.context import Context
 from tests.conftest import assert_same_on_two_threads
 from tests.forkserver import seqlab_command
@@ -401,11 +402,15 @@ def flat_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("flat")
     corpus, lexicon = root / "train.bmes", root / "lexicon.txt"
     make_corpus(corpus)
-    lexicon.write_text(
-        "\n".join(ORGS + ["北京", "大学", "华为", "有限公司", "毕业", "工程", "工程师", "现任"]) + "\n",
-        encoding="utf-8",
-    )
-    result = train(config_from_dict(raw_config(corpus, lexicon)), root / "run", progress=False)
+    # jieba's format (word frequency tag), the model with its word tags and frequency classes
+    tagged = [f"{w} {5 + k} nt" for k, w in enumerate(ORGS)]
+    tagged += [
+        f"{w} {50 * k + 1} n" for k, w in enumerate(["北京", "大学", "华为", "有限公司", "毕业", "工程", "工程师"])
+    ]
+    lexicon.write_text("\n".join([*tagged, "现任"]) + "\n", encoding="utf-8")
+    raw = raw_config(corpus, lexicon)
+    raw["model"]["embedder"]["features"]["lexicon"].update(word_tags=True, frequency_bins=6)
+    result = train(config_from_dict(raw), root / "run", progress=False)
     return corpus, lexicon, root / "run", result
 
 
@@ -429,6 +434,8 @@ def test_save_load_predict_identical_from_raw_text(flat_run, tmp_path):
     assert again.predict_tags(sentences, batch_size=1) == again.predict_tags(sentences)
     lattice = again.featurizers["lexicon"]
     assert "华为技术有限公司" in lattice.lexicon and len(lattice.lexicon) == 13
+    assert lattice.lexicon.tag("清华大学") == "nt" and lattice.lexicon.frequency("清华大学") == 7
+    assert lattice.lexicon.tag("现任") is None and lattice.lexicon.frequency("现任") is None
 
 
 def test_flat_batches_side_by_side_predict_what_one_thread_does(flat_run):
@@ -482,6 +489,18 @@ def test_tampered_lexicon_in_the_model_folder_is_an_error(flat_run, tmp_path):
     (tmp_path / "m" / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     with pytest.raises(SeqlabError, match=r"'x' is not a lexicon word"):
         Tagger.load(tmp_path / "m")
+    good = json.loads((run / "model" / "vocab.json").read_text(encoding="utf-8"))
+    for key, value, says in [
+        ("word_tags", [0] * 12, "expected 13 integers from 0 to 2"),  # one short
+        ("word_tags", [0] * 12 + [3], "expected 13 integers from 0 to 2"),  # a tag beyond tag_names
+        ("word_frequencies", [0] * 12 + [-1], "expected 13 integers"),
+        ("tag_names", ["n", "n"], "expected at least 0 distinct strings"),
+    ]:
+        vocab = json.loads(json.dumps(good))
+        vocab["features"]["lexicon"][key] = value
+        (tmp_path / "m" / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+        with pytest.raises(SeqlabError, match=rf"features.lexicon.{key}: {says}"):
+            Tagger.load(tmp_path / "m")
 
 
 # --------------------------------------------------------------------------------------------
@@ -551,6 +570,30 @@ def test_lattice_words_start_from_a_vectors_file(tmp_path):
     with pytest.raises(SeqlabError, match="4 dimensions but the feature's dim is 8") as err:
         wrong.fit([Sentence(FIGURE1)], [], 0)
     assert "model.embedder.features.lexicon.dim" in str(err.value)
+
+
+def test_lattice_words_carry_their_tag_and_frequency_class(tmp_path):
+    """``word_tags`` and ``frequency_bins``: each matched word's tag row and frequency class (1 + floor(log2 f),
+    capped), and its published vector the sum of its word, tag and class rows; the state restores them."""
+    lexicon = tmp_path / "l.txt"
+    lexicon.write_text("重庆 100 ns\n重庆人 3 n\n人和药店 1 nt x\n药店 40\n", encoding="utf-8")
+    assert read_word_entries(lexicon)[2:] == [WordEntry("人和药店", 1, "nt"), WordEntry("药店", 40, None)]
+    config = LatticeConfig(lexicon=str(lexicon), dim=4, word_tags=True, frequency_bins=4, dropout=0.0)
+    f = config.build("lexicon")
+    f.fit([Sentence(FIGURE1)], [], 0)
+    assert f.tag_names == ["n", "ns", "nt"]
+    tokens, words = f.encode(Sentence(FIGURE1))  # 重庆, 重庆人, 人和药店, 药店
+    assert words[3].tolist() == [2, 1, 3, 0] and words[4].tolist() == [4, 2, 1, 4]  # 100 and 40: capped at 4
+    assert all(frequency_bin(n, 64) == math.floor(math.log2(n)) + 1 for n in range(1, 5000))
+    assert frequency_bin(None, 4) == frequency_bin(7, 0) == 0
+    module = f.module()
+    ctx = Context.of(torch.ones(1, len(FIGURE1), dtype=torch.bool))
+    module(f.collate([(tokens, words)], tokens), ctx)
+    rows = module.embed.weight[words[0]] + module.tag_embed.weight[words[3]] + module.bin_embed.weight[words[4]]
+    assert torch.equal(ctx.published["lexicon"][0], rows)
+    again = config.build("lexicon")
+    again.load_state(json.loads(json.dumps(f.state())), "vocab.json: features.lexicon")
+    assert np.array_equal(again.encode(Sentence(FIGURE1))[1], words) and again.tag_names == f.tag_names
 
 
 def test_a_flat_training_step_gives_the_same_gradients_on_every_run(tmp_path):

@@ -15,6 +15,11 @@ independent of the lexicon's size. The trie is kept as a hash map from every pre
 "is a word" (one node per prefix string): the same walk as a pointer trie, at a fraction of the memory
 of nested dicts (about 40 MB for jieba's dictionary instead of 300 MB).
 
+A word list may say more of each word: jieba's third column is the word's part of speech, whose name classes
+(``nr`` person, ``ns`` place, ``nt`` organisation, ``nz`` other proper noun) tell a tagger what kind of name a
+word is even when the training data never showed it; :class:`Lexicon` keeps each word's frequency and tag where
+the file gives them (:meth:`Lexicon.tag`, :meth:`Lexicon.frequency`).
+
 A match covers whole tokens: for Chinese corpora every token is one character; with multi-character
 tokens a word must start and end on token boundaries. A match of a single token is not a lattice word
 (it would repeat the token).
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +62,17 @@ class Match:
     word: str
 
 
-def read_word_file(path: str | Path, fmt: str = "words", min_freq: int = 1) -> list[str]:
-    """The words of a word list (``word [frequency ...]`` per line) or of a vectors file (first column).
+@dataclass(frozen=True)
+class WordEntry:
+    """One line of a word list: the word, its frequency and its tag (None where the line gives none)."""
+
+    word: str
+    frequency: int | None = None
+    tag: str | None = None
+
+
+def read_word_entries(path: str | Path, fmt: str = "words", min_freq: int = 1) -> list[WordEntry]:
+    """The entries of a word list (``word [frequency [tag ...]]`` per line) or of a vectors file (first column).
 
     Words whose stated frequency is below ``min_freq`` are left out (a word without a frequency is
     kept). Errors name the file and line."""
@@ -65,7 +80,7 @@ def read_word_file(path: str | Path, fmt: str = "words", min_freq: int = 1) -> l
     if not path.is_file():
         raise SeqlabError("no such lexicon file", path=path)
     opener = gzip.open if path.suffix == ".gz" else open
-    words: list[str] = []
+    entries: list[WordEntry] = []
     try:
         with opener(path, "rt", encoding="utf-8") as f:
             for lineno, line in enumerate(f, 1):
@@ -75,30 +90,44 @@ def read_word_file(path: str | Path, fmt: str = "words", min_freq: int = 1) -> l
                 if fmt == "vectors":
                     if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
                         continue  # word2vec header: "count dim"
-                    words.append(parts[0])
+                    entries.append(WordEntry(parts[0]))
                     continue
-                if len(parts) >= 2 and min_freq > 1:
+                freq = None
+                if len(parts) >= 2:
                     try:
                         freq = int(parts[1])
                     except ValueError:
-                        raise SeqlabError(
-                            f"expected an integer frequency after the word, got {parts[1]!r}", path=path, line=lineno
-                        ) from None
-                    if freq < min_freq:
+                        if min_freq > 1:
+                            raise SeqlabError(
+                                f"expected an integer frequency after the word, got {parts[1]!r}",
+                                path=path,
+                                line=lineno,
+                            ) from None
+                    if freq is not None and freq < min_freq:
                         continue
-                words.append(parts[0])
+                tag = sys.intern(parts[2]) if len(parts) >= 3 and freq is not None else None  # a few dozen tags
+                entries.append(WordEntry(parts[0], freq, tag))
     except UnicodeDecodeError:
         raise SeqlabError("lexicon file is not UTF-8", path=path) from None
     except (OSError, EOFError) as err:
         raise SeqlabError(f"cannot read the lexicon: {err}", path=path) from None
-    return words
+    return entries
+
+
+def read_word_file(path: str | Path, fmt: str = "words", min_freq: int = 1) -> list[str]:
+    """The words of a word list or vectors file (:func:`read_word_entries`)."""
+    return [e.word for e in read_word_entries(path, fmt, min_freq)]
 
 
 class Lexicon:
     """A set of words with trie matching over token sequences."""
 
-    def __init__(self, words: Iterable[str]):
-        self.words: list[str] = sorted(set(words))
+    def __init__(self, words: Iterable[str | WordEntry]):
+        entries = [w if isinstance(w, WordEntry) else WordEntry(w) for w in words]
+        self.words: list[str] = sorted({e.word for e in entries})
+        # a word listed twice keeps its last frequency and tag, as the trie keeps it once
+        self._frequency = {e.word: e.frequency for e in entries if e.frequency is not None}
+        self._tag = {e.word: e.tag for e in entries if e.tag is not None}
         nodes: dict[str, bool] = {}  # every prefix of every word -> whether it is itself a word
         for word in self.words:
             for k in range(1, len(word)):
@@ -113,6 +142,14 @@ class Lexicon:
     def __contains__(self, word: str) -> bool:
         return self._nodes.get(word, False)
 
+    def frequency(self, word: str) -> int | None:
+        """The word's frequency as its file gave it, or None."""
+        return self._frequency.get(word)
+
+    def tag(self, word: str) -> str | None:
+        """The word's tag (jieba: its part of speech) as its file gave it, or None."""
+        return self._tag.get(word)
+
     @classmethod
     def load(
         cls,
@@ -126,10 +163,10 @@ class Lexicon:
         """``source`` 'jieba' or a file; words shorter than ``min_length`` or longer than ``max_length``
         characters are left out; ``extra`` names a user's word list added on top (same length limits)."""
         path = jieba_dict_path() if source == JIEBA else Path(source)
-        words = read_word_file(path, "words" if source == JIEBA else fmt, min_freq)
+        words = read_word_entries(path, "words" if source == JIEBA else fmt, min_freq)
         if extra:
-            words += read_word_file(extra, "words")
-        keep = [w for w in words if len(w) >= min_length and (max_length is None or len(w) <= max_length)]
+            words += read_word_entries(extra, "words")
+        keep = [w for w in words if len(w.word) >= min_length and (max_length is None or len(w.word) <= max_length)]
         return cls(keep)
 
     def match(self, tokens: Sequence[str]) -> list[Match]:
