@@ -79,6 +79,9 @@ def test_word_list_options_and_errors(tmp_path):
     assert read_word_file(words, min_freq=5) == ["北京大学", "北京", "研究生院", "学"]  # no frequency: kept
     lexicon = Lexicon.load(str(words), max_length=3)
     assert lexicon.words == ["北京", "大学"]
+    assert Lexicon.load(str(words)).tag("北京大学") == "nt" and Lexicon.load(str(words)).frequency("大学") == 3
+    bare = Lexicon.load(str(words), details=False)  # the words alone, as a lattice without word classes keeps them
+    assert bare.tag("北京大学") is None and bare.frequency("大学") is None and "北京大学" in bare
     extra = tmp_path / "mine.txt"
     extra.write_text("张三丰\n", encoding="utf-8")
     assert "张三丰" in Lexicon.load(str(words), extra=str(extra))
@@ -548,6 +551,7 @@ def test_lattice_feature_reports_the_lattice_length(tmp_path):
     assert batch["heads"].tolist() == [[0, 0, 2, 4], [0, 0, 0, 0]]
     assert batch["tails"].tolist() == [[1, 2, 5, 5], [0, 0, 0, 0]]
     assert batch["mask"].tolist() == [[True] * 4, [False] * 4]
+    assert "tags" not in batch and "bins" not in batch  # without word classes: nothing more to pad
 
 
 def test_lattice_words_start_from_a_vectors_file(tmp_path):

@@ -9,8 +9,9 @@ collates, padded to the batch's most words:
 * ``heads`` (batch, words) long: first token of each word
 * ``tails`` (batch, words) long: last token of each word
 * ``mask``  (batch, words) bool: True on real words
-* ``tags``  (batch, words) long: the word's tag in the lexicon file (jieba: its part of speech), 0 none
-* ``bins``  (batch, words) long: the word's lexicon frequency as 1 + floor(log2(frequency)), 0 none
+* ``tags``  (batch, words) long, with ``word_tags``: the word's tag in the lexicon file (jieba: its part of
+  speech), 0 none
+* ``bins``  (batch, words) long, with ``frequency_bins``: 1 + floor(log2(the word's lexicon frequency)), 0 none
 
 Its module adds nothing to the token vectors (``output_dim`` 0): it publishes the word embeddings,
 (batch, words, dim), under the feature's name for a lattice encoder (``flat``) to read. The lattice
@@ -163,7 +164,13 @@ class LatticeFeaturizer(VocabFeaturizer):
             c = self.config
             try:
                 self.lexicon = Lexicon.load(
-                    c.lexicon, c.lexicon_format, c.min_length, c.max_length, c.min_freq, c.extra_words
+                    c.lexicon,
+                    c.lexicon_format,
+                    c.min_length,
+                    c.max_length,
+                    c.min_freq,
+                    c.extra_words,
+                    details=c.word_tags or bool(c.frequency_bins),  # frequencies and tags only where embedded
                 )
             except SeqlabError as err:
                 if err.path is not None:
@@ -242,14 +249,17 @@ class LatticeFeaturizer(VocabFeaturizer):
         items = [a for _, a in items]
         width = max(a.shape[1] for a in items)
         counts = torch.tensor([a.shape[1] for a in items])
-        return {
+        batch = {
             "ids": pad_ids([a[0] for a in items], width),  # (batch, words)
             "heads": pad_ids([a[1] for a in items], width),  # (batch, words)
             "tails": pad_ids([a[2] for a in items], width),  # (batch, words)
-            "tags": pad_ids([a[3] for a in items], width),  # (batch, words)
-            "bins": pad_ids([a[4] for a in items], width),  # (batch, words)
-            "mask": torch.arange(width)[None, :] < counts[:, None],
-        }  # (batch, words)
+            "mask": torch.arange(width)[None, :] < counts[:, None],  # (batch, words)
+        }
+        if self.config.word_tags:  # only what the module embeds
+            batch["tags"] = pad_ids([a[3] for a in items], width)  # (batch, words)
+        if self.config.frequency_bins:
+            batch["bins"] = pad_ids([a[4] for a in items], width)  # (batch, words)
+        return batch
 
     def module(self) -> LatticeEmbedding:
         init = None if self._init is None else torch.from_numpy(self._init)

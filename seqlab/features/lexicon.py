@@ -159,15 +159,17 @@ class Lexicon:
         max_length: int | None = None,
         min_freq: int = 1,
         extra: str | None = None,
+        details: bool = True,
     ) -> Lexicon:
         """``source`` 'jieba' or a file; words shorter than ``min_length`` or longer than ``max_length``
-        characters are left out; ``extra`` names a user's word list added on top (same length limits)."""
+        characters are left out; ``extra`` names a user's word list added on top (same length limits).
+        ``details``: keep each word's frequency and tag (15 MB for jieba's dictionary), or the words alone."""
         path = jieba_dict_path() if source == JIEBA else Path(source)
         words = read_word_entries(path, "words" if source == JIEBA else fmt, min_freq)
         if extra:
             words += read_word_entries(extra, "words")
         keep = [w for w in words if len(w.word) >= min_length and (max_length is None or len(w.word) <= max_length)]
-        return cls(keep)
+        return cls(keep if details else (w.word for w in keep))
 
     def match(self, tokens: Sequence[str]) -> list[Match]:
         """Every lexicon word spanning two or more whole tokens, ordered by (head, tail)."""
