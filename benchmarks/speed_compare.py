@@ -38,7 +38,10 @@ def run(tree: Path, args: list[str]) -> dict:
         return json.loads(out.read_text())
 
 
-def figures(result: dict) -> dict[str, float]:
+def figures(result: dict | list[dict]) -> dict[str, float]:
+    """speed.py's output -> figure name -> sentences/s; several configs in one run (a list) are named by config."""
+    if isinstance(result, list):
+        return {f"{Path(r['config']).stem}: {k}": v for r in result for k, v in figures(r).items()}
     out = {"train": result["train"]["sentences_per_s"]}
     out.update({f"inference {bs}": v["sentences_per_s"] for bs, v in result["inference"].items()})
     return out

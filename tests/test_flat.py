@@ -177,11 +177,12 @@ def test_sinusoid_matches_equations_9_and_10():
 
 @pytest.mark.parametrize("kinds", [("hh", "th", "ht", "tt"), ("hh",)])
 @pytest.mark.parametrize("whole", [False, True])
-@pytest.mark.parametrize("chars", ["toeplitz", "blocks"])
+@pytest.mark.parametrize("chars", ["products", "blocks"])
 @pytest.mark.parametrize("by_lengths", [True, False])
 def test_memory_saving_r_equals_the_naive_formula(kinds, whole, chars, by_lengths, monkeypatch):
-    """Every path of the memory-saving R: character pairs through the Toeplitz product or through blocks like
-    the other pairs, R in one piece or in blocks of a few query rows (recomputed in the backward pass), each
+    """Every path of the memory-saving R: the pairs with a character through products of the queries with the
+    table of sums (in blocks of rows, or through R when that table is too large) or through blocks like the
+    other pairs, R in one piece or in blocks of a few query rows (recomputed in the backward pass), each
     block's R by one lookup in the table of sums per span lengths or by four lookups."""
     torch.manual_seed(0)
     if not whole:
@@ -193,19 +194,20 @@ def test_memory_saving_r_equals_the_naive_formula(kinds, whole, chars, by_length
     heads = torch.cat([torch.arange(n).expand(b, n), torch.randint(0, n - 1, (b, w))], 1)
     tails = torch.cat([torch.arange(n).expand(b, n), (heads[:, n:] + torch.randint(1, 4, (b, w))).clamp(max=n - 1)], 1)
     rel = RelativeSpanEncoding(d, kinds, naive=False)
-    qr = torch.randn(b, 3, n + w, d, requires_grad=True)
-    blocked = rel.scores(qr, heads, tails, n if chars == "toeplitz" else 0)
-    grads = torch.autograd.grad(blocked.pow(2).sum(), [qr, *rel.parameters()])
+    qv, wk = torch.randn(b, 3, n + w, 4, requires_grad=True), torch.randn(3, 4, d, requires_grad=True)
+    blocked = rel.scores(qv, wk, heads, tails, n if chars == "products" else 0)
+    grads = torch.autograd.grad(blocked.pow(2).sum(), [qv, wk, *rel.parameters()])
     rel.naive = True
-    naive = rel.scores(qr, heads, tails)
+    naive = rel.scores(qv, wk, heads, tails)
     # the oracle spelled out: R_ij = ReLU(W_r [p_hh; p_th; p_ht; p_tt]) for each pair, then qr . R
     dist = span_distances(heads, tails)
     p = torch.cat([sinusoid(dist[k], d) for k in kinds], -1)
     r = torch.relu(p @ rel.w_r.weight.T + rel.w_r.bias)  # (b, L, L, d)
+    qr = torch.einsum("bhie,hed->bhid", qv, wk)  # the per-head queries in R's space
     oracle = (qr[:, :, :, None, :] * r[:, None]).sum(-1)
     assert torch.allclose(naive, oracle, atol=1e-5)
     assert torch.allclose(blocked, oracle, atol=1e-5)
-    naive_grads = torch.autograd.grad(naive.pow(2).sum(), [qr, *rel.parameters()])
+    naive_grads = torch.autograd.grad(naive.pow(2).sum(), [qv, wk, *rel.parameters()])
     for g1, g2 in zip(grads, naive_grads):
         assert torch.allclose(g1, g2, atol=1e-4)
 
@@ -231,19 +233,45 @@ def test_r_by_span_lengths_has_the_bits_of_the_four_lookups():
             assert torch.equal(fast, torch.relu(slow))
 
 
-def test_toeplitz_r_without_lexicon_words_equals_the_naive_formula():
-    """The lexicon-free Transformer: every span is a character, so all of R comes from the Toeplitz product."""
+def test_pairs_with_a_character_take_the_products_at_resumes_sizes():
+    """At a training batch of Resume's size (16 sentences of 60 characters, 40 words of lengths 2-4) the scores
+    of the pairs with a character come from the products, not from R, and equal R's to float rounding; blocks of
+    rows split where the products would exceed a block."""
+    torch.manual_seed(4)
+    d, heads_n, b, n, w = 160, 8, 16, 60, 40
+    heads = torch.cat([torch.arange(n).expand(b, n), torch.randint(0, n - 4, (b, w))], 1)
+    tails = torch.cat([torch.arange(n).expand(b, n), heads[:, n:] + torch.randint(1, 4, (b, w))], 1)
+    rel = RelativeSpanEncoding(d, KINDS, naive=False)
+    qv, wk = torch.randn(b, heads_n, n + w, 20), torch.randn(heads_n, 20, d) / 10
+    table, offset = rel.tables(n - 1, heads.device)
+    for first, rows, cols in [(0, slice(0, n), slice(None)), (n, slice(n, None), slice(0, n))]:
+        q = qv[:, :, rows]
+        via_r = rel._rows(torch.matmul(q, wk), table, heads, tails, first, cols, offset)
+        products = rel._products(q, wk, table, heads, tails, rows, cols, offset)
+        assert products is not None and torch.allclose(products, via_r, atol=1e-4)
+    # a block of a few rows: the same scores, in pieces
+    flat_module.BLOCK_ELEMENTS, saved = 8 * 5 * (2 * n - 1) * 3, flat_module.BLOCK_ELEMENTS
+    try:
+        pieces = rel._products(qv[:, :, :n], wk, table, heads, tails, slice(0, n), slice(None), offset)
+    finally:
+        flat_module.BLOCK_ELEMENTS = saved
+    whole = rel._products(qv[:, :, :n], wk, table, heads, tails, slice(0, n), slice(None), offset)
+    assert torch.allclose(pieces, whole, atol=1e-5)
+
+
+def test_products_without_lexicon_words_equal_the_naive_formula():
+    """The lexicon-free Transformer: every span is a character, so all scores come from one product per head."""
     torch.manual_seed(3)
     d, b, n = 8, 2, 9
     heads = torch.arange(n).expand(b, n)
     rel = RelativeSpanEncoding(d, KINDS, naive=False)
-    qr = torch.randn(b, 2, n, d, requires_grad=True)
-    fast = rel.scores(qr, heads, heads, n)
-    grads = torch.autograd.grad(fast.pow(2).sum(), [qr, *rel.parameters()])
+    qv, wk = torch.randn(b, 2, n, 4, requires_grad=True), torch.randn(2, 4, d, requires_grad=True)
+    fast = rel.scores(qv, wk, heads, heads, n)
+    grads = torch.autograd.grad(fast.pow(2).sum(), [qv, wk, *rel.parameters()])
     rel.naive = True
-    naive = rel.scores(qr, heads, heads)
+    naive = rel.scores(qv, wk, heads, heads)
     assert torch.allclose(fast, naive, atol=1e-5)
-    for g1, g2 in zip(grads, torch.autograd.grad(naive.pow(2).sum(), [qr, *rel.parameters()])):
+    for g1, g2 in zip(grads, torch.autograd.grad(naive.pow(2).sum(), [qv, wk, *rel.parameters()])):
         assert torch.allclose(g1, g2, atol=1e-4)
 
 
