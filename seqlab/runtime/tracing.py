@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from seqlab.data.batching import Batch
 from seqlab.encoders.flat import RelativeSpanEncoding
+from seqlab.errors import SeqlabError
 from seqlab.nn.lstm import BiLSTM
 
 MAX_SPAN = 4096  # longest sentence an exported FLAT model takes (its distance tables: 4 x 8193 rows)
@@ -23,6 +24,9 @@ class EncoderNet(nn.Module):
     def __init__(self, net: nn.Module, names: list[tuple[str, str]], published: list[str]):
         super().__init__()
         self.net, self.names, self.published = net, names, published
+        loops = [name for name in net.embedder.names if not net.embedder.get_submodule(name).traceable]
+        if loops:  # a trace would fix the loop at the sample's length
+            raise SeqlabError(f"export: the feature '{loops[0]}' runs a loop over time steps, which does not export")
 
     def forward(self, mask: Tensor, lengths: Tensor, *tensors: Tensor) -> tuple[Tensor, ...]:
         inputs: dict[str, dict[str, Tensor]] = {}
