@@ -40,8 +40,8 @@ WSJ_TERMS = (
 )
 RESUME_TERMS = "Resume NER (Zhang and Yang, 2018): released for research."
 LAC_TERMS = (
-    " The model holds the weights of the LAC model that the jieba package ships (jieba/lac_small, by Baidu's "
-    "PaddlePaddle authors, Apache License 2.0)."
+    " The model runs the LAC model that the jieba package ships (jieba/lac_small, by Baidu's PaddlePaddle authors, "
+    "Apache License 2.0), read from the installed jieba."
 )
 ONTONOTES_TERMS = (
     "OntoNotes 4.0 Chinese (LDC2011T03): LDC's licence, research use; check yours before using the model elsewhere."

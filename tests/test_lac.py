@@ -236,8 +236,10 @@ def test_save_load_predict_identical_and_lac_is_not_trained(lac_run, tmp_path):
     tagger = Tagger.load(run_dir / "model")
     fresh = LacConfig(outputs=["emissions"]).build("lac")
     fresh.fit([], [], seed=0)
-    for name, value in fresh.module().state_dict().items():  # the weights as jieba ships them, untouched
-        assert torch.equal(tagger.net.embedder.lac.get_buffer(name), value), name
+    loaded = tagger.net.embedder.lac
+    for name, value in fresh.module().named_buffers():  # the weights as jieba ships them, untouched
+        assert torch.equal(loaded.get_buffer(name), value), name
+    assert not any(name.startswith("embedder.lac.") for name in tagger.net.state_dict())  # not in the model file
     text = ["王小明毕业于清华大学，现任华为技术有限公司工程师。", "赵丽现任中国银行主任。"]
     before = [p.tags for p in tagger.predict(text)]
     tagger.save(tmp_path / "copy")
@@ -263,3 +265,18 @@ def test_a_model_with_lac_refuses_to_export_and_runs_eagerly_under_auto(lac_run,
 def test_lac_folder_is_the_installed_jiebas():
     assert (lac_folder() / "model_baseline" / "word_emb").is_file()
     assert isinstance(lac_folder(), Path)
+
+
+def test_a_model_trained_with_other_lac_files_is_refused_at_load(lac_run, tmp_path):
+    import json
+    import shutil
+
+    copy = tmp_path / "model"
+    shutil.copytree(lac_run[1] / "model", copy)
+    vocab = json.loads((copy / "vocab.json").read_text(encoding="utf-8"))
+    assert len(vocab["features"]["lac"]["sha256"]) == 64
+    vocab["features"]["lac"]["sha256"] = "0" * 64
+    (copy / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    with pytest.raises(SeqlabError, match=r"vocab.json: features.lac: the installed jieba's LAC model") as err:
+        Tagger.load(copy)
+    assert "\n" not in str(err.value)

@@ -5,9 +5,10 @@ corpus of its own): a character embedding (20,941 x 128), two bidirectional GRU 
 linear layer to 57 tags, B/I of 24 parts of speech and of the entity types PER, LOC, ORG and TIME, plus O. Chinese
 NER here has no pre-trained character vectors otherwise; this feature gives each character, in its sentence,
 any of: ``embeddings`` (its 128-d input vector), ``states`` (the top layer's 256-d states) and ``emissions`` (the
-57 tag scores). The weights are read from the installed jieba without Paddle (:mod:`seqlab.io.paddle`) when the
-model is built, never trained, and saved with the model (13.6 MB in float32), so a trained model needs nothing
-else to load. Characters outside LAC's vocabulary get its ``OOV`` row, as LAC's own reader does.
+57 tag scores). The weights are read from the installed jieba (a dependency of seqlab) without Paddle
+(:mod:`seqlab.io.paddle`), never trained, and not saved with the model (13.6 MB in float32, more than most models
+here): the model folder records their SHA-256, and loading reads them again and refuses files that differ.
+Characters outside LAC's vocabulary get its ``OOV`` row, as LAC's own reader does.
 
 The GRU is Paddle's ``dynamic_gru`` (gates update, reset, candidate; the reset gate applied to the state before its
 product; h = (1 - u) * h_prev + u * candidate), which ``torch.nn.GRU`` does not compute, so it runs as a loop over
@@ -17,6 +18,7 @@ export to ONNX / TorchScript.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +31,7 @@ from torch import Tensor
 
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
-from seqlab.features.base import FEATURES, FeatureConfig, Featurizer, pad_ids, string_list
+from seqlab.features.base import FEATURES, FeatureConfig, Featurizer, pad_ids
 from seqlab.features.memo import MemoizedModule, memoized
 from seqlab.io.paddle import read_paddle_tensor
 from seqlab.nn.context import Context
@@ -38,7 +40,7 @@ DIMS = {"embeddings": 128, "states": 256, "emissions": 57}
 EMBED, HIDDEN, TAGS = 128, 128, 57
 OOV = "OOV"
 UNUSED = "<unused {}>"  # the ids word.dic leaves out (one: 20939)
-MAX_VOCAB = 1_000_000
+MAX_VOCAB = 1_000_000  # word.dic lines read at most
 # the GRUs in Paddle's order of creation: layer 1 forward, layer 1 backward, layer 2 forward, layer 2 backward
 GRUS = 4
 
@@ -129,6 +131,15 @@ def read_weights(folder: Path, vocab_size: int) -> dict[str, np.ndarray]:
     return out
 
 
+def lac_digest(folder: Path) -> str:
+    """SHA-256 of LAC's vocabulary and tensor files (names and bytes, in name order)."""
+    digest = hashlib.sha256()
+    for path in [folder / "word.dic", *sorted((folder / "model_baseline").iterdir())]:
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def buffer_shapes(vocab_size: int) -> dict[str, tuple[int, ...]]:
     shapes: dict[str, tuple[int, ...]] = {"embedding": (vocab_size, EMBED)}
     for k in range(GRUS):
@@ -150,7 +161,7 @@ def reversal(lengths: Tensor, width: int) -> Tensor:
 
 class LacEncoder(MemoizedModule):
     """Character ids (batch, seq_len) -> the chosen LAC outputs, concatenated, (batch, seq_len, output_dim); zero on
-    padding. The weights are buffers: saved with the model, never trained."""
+    padding. The weights are buffers, never trained and not saved (:class:`LacFeaturizer` reads them)."""
 
     traceable = False  # a Python loop over time steps: a trace would fix it at the sample's length
 
@@ -158,7 +169,7 @@ class LacEncoder(MemoizedModule):
         super().__init__(cache_mb)
         for name, shape in buffer_shapes(vocab_size).items():
             value = torch.zeros(shape) if init is None else torch.from_numpy(np.array(init[name], dtype=np.float32))
-            self.register_buffer(name, value)
+            self.register_buffer(name, value, persistent=False)  # from jieba at load, not from the model file
         self.outputs = list(outputs)
         self.output_dim = sum(DIMS[o] for o in outputs)
 
@@ -206,29 +217,44 @@ class LacEncoder(MemoizedModule):
 
 
 class LacFeaturizer(Featurizer):
+    """LAC's vocabulary and weights, read from the installed jieba when the model is built and when it is loaded; the
+    model folder records their SHA-256, and a jieba whose LAC files differ is an error at load, not other tags."""
+
     config: LacConfig
 
     def __init__(self, name: str, config: LacConfig):
         super().__init__(name, config)
         self.itos: list[str] = []
         self.index: dict[str, int] = {}
-        self._init: dict[str, np.ndarray] | None = None
+        self.digest = ""
+        self._weights: dict[str, np.ndarray] | None = None
 
-    def _set_vocabulary(self, itos: list[str], where: str) -> None:
-        if OOV not in itos or len(itos) > MAX_VOCAB:
-            raise SeqlabError(f"{where}: expected at most {MAX_VOCAB} characters with an '{OOV}' entry")
-        self.itos, self.index = itos, {c: i for i, c in enumerate(itos)}
+    def _read(self) -> None:
+        folder = lac_folder()
+        self.itos = read_vocabulary(folder / "word.dic")
+        self.index = {c: i for i, c in enumerate(self.itos)}
+        self._weights = read_weights(folder, len(self.itos))
+        self.digest = lac_digest(folder)
 
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
-        folder = lac_folder()
-        self._set_vocabulary(read_vocabulary(folder / "word.dic"), str(folder / "word.dic"))
-        self._init = read_weights(folder, len(self.itos))
+        self._read()
 
     def state(self) -> dict:
-        return {"itos": self.itos}
+        return {"model": "jieba/lac_small", "sha256": self.digest}
 
     def load_state(self, state: Any, where: str) -> None:
-        self._set_vocabulary(string_list(state, "itos", where, min_len=1), where)
+        if (
+            not isinstance(state, dict)
+            or state.get("model") != "jieba/lac_small"
+            or not isinstance(state.get("sha256"), str)
+        ):
+            raise SeqlabError(f"{where}: expected {{'model': 'jieba/lac_small', 'sha256': ...}}")
+        self._read()
+        if self.digest != state["sha256"]:
+            raise SeqlabError(
+                f"{where}: the installed jieba's LAC model (sha256 {self.digest[:12]}...) is not the one this model "
+                f"was trained with ({state['sha256'][:12]}...): install the jieba it was trained with"
+            )
 
     def encode(self, sentence: Sentence) -> np.ndarray:
         index, oov = self.index, self.index[OOV]
@@ -238,5 +264,4 @@ class LacFeaturizer(Featurizer):
         return {"ids": pad_ids(items, seq_len)}  # (batch, seq_len)
 
     def module(self) -> LacEncoder:
-        init, self._init = self._init, None
-        return LacEncoder(len(self.itos), self.config.outputs, init, self.config.cache_mb)
+        return LacEncoder(len(self.itos), self.config.outputs, self._weights, self.config.cache_mb)
