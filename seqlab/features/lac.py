@@ -19,7 +19,6 @@ export to ONNX / TorchScript.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +31,7 @@ from torch import Tensor
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, Featurizer, pad_ids
+from seqlab.features.lexicon import jieba_folder
 from seqlab.features.memo import MemoizedModule, memoized
 from seqlab.io.paddle import read_paddle_tensor
 from seqlab.nn.context import Context
@@ -79,10 +79,7 @@ class LacConfig(FeatureConfig):
 
 def lac_folder() -> Path:
     """``jieba/lac_small`` of the installed jieba package (not imported: only its files are read)."""
-    spec = importlib.util.find_spec("jieba")
-    if spec is None or not spec.submodule_search_locations:
-        raise SeqlabError("the lac feature reads the LAC model of the jieba package: pip install jieba")
-    folder = Path(next(iter(spec.submodule_search_locations))) / "lac_small"
+    folder = jieba_folder("the lac feature reads the LAC model of the jieba package") / "lac_small"
     if not (folder / "word.dic").is_file():
         raise SeqlabError("the installed jieba package has no LAC model (lac_small/word.dic)", path=folder)
     return folder

@@ -39,15 +39,20 @@ from seqlab.errors import SeqlabError
 JIEBA = "jieba"
 
 
-def jieba_dict_path() -> Path:
-    """The ``dict.txt`` inside the installed ``jieba`` package (not imported: only its file is read)."""
+def jieba_folder(needed_for: str) -> Path:
+    """The folder of the installed ``jieba`` package (not imported: only its files are read)."""
     spec = importlib.util.find_spec("jieba")
     if spec is None or not spec.submodule_search_locations:
-        raise SeqlabError(
-            "the default lexicon is jieba's dict.txt: install the package jieba "
-            "(pip install jieba), or name a word list in the lattice feature's 'lexicon'"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / "dict.txt"
+        raise SeqlabError(f"{needed_for}: install the package jieba (pip install jieba)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def jieba_dict_path() -> Path:
+    """The ``dict.txt`` inside the installed ``jieba`` package."""
+    path = (
+        jieba_folder("the default lexicon is jieba's dict.txt (or name a word list in the lattice feature's 'lexicon')")
+        / "dict.txt"
+    )
     if not path.is_file():
         raise SeqlabError("the installed jieba package has no dict.txt", path=path)
     return path
