@@ -47,7 +47,7 @@ def test_exported_flat_tags_like_the_model(fmt, tmp_path_factory, tmp_path):
     tagged = [f"{w} 9 nt" for w in ORGS] + ["北京 300 ns", "大学 40 n", "华为 7 nz", "工程师"]
     lexicon.write_text("\n".join(tagged) + "\n", encoding="utf-8")
     raw = raw_config(corpus, lexicon)
-    raw["model"]["embedder"]["features"]["lexicon"].update(word_tags=True, frequency_bins=8)  # their inputs too
+    raw["model"]["embedder"]["features"]["lexicon"].update(word_tags=True, frequency_bins=8, lac=True)  # inputs too
     raw["train"]["max_epochs"] = 3
     train(config_from_dict(raw), root / "run", progress=False)
     if fmt == "onnx":

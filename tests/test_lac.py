@@ -4,6 +4,7 @@ save -> load -> predict identical, no export)."""
 
 from __future__ import annotations
 
+import pickle
 import struct
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from seqlab.config import config_from_dict
 from seqlab.data.readers import read_bmes
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
-from seqlab.features.lac import DIMS, LacConfig, lac_folder, read_vocabulary, reversal
+from seqlab.features.lac import DIMS, HIDDEN, WORD_DIM, LacConfig, LacWords, lac_folder, read_vocabulary, reversal
 from seqlab.io.paddle import read_paddle_tensor
 from seqlab.nn.context import Context
 from tests.test_flat import make_corpus, raw_config
@@ -280,3 +281,84 @@ def test_a_model_trained_with_other_lac_files_is_refused_at_load(lac_run, tmp_pa
     with pytest.raises(SeqlabError, match=r"vocab.json: features.lac: the installed jieba's LAC model") as err:
         Tagger.load(copy)
     assert "\n" not in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Lattice words read alone by LAC (the lattice option ``lac``)
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_word_read_alone_is_lacs_reading_of_it_as_a_sentence(emissions):
+    words = LacWords("lexicon.lac")
+    words.read()
+    whole = LacConfig(outputs=["states", "emissions"]).build("lac")
+    whole.fit([], [], seed=0)
+    module = whole.module().eval()
+    names = ["中国人民银行", "北京", "今天", "北京", "好🦜"]
+    rows = words.rows(names)
+    assert rows.tolist() == [1, 2, 3, 2, 4]  # one row per distinct word, in the order met; 0 is padding
+    vectors = words.vectors(torch.tensor([[0, *rows.tolist()]]))[0]  # (1 + words, WORD_DIM)
+    assert vectors.shape == (6, WORD_DIM) and not vectors[0].any()
+    for name, vector in zip(names, vectors[1:]):
+        alone = run(whole, module, [Sentence(list(name))])[0, : len(name)]  # (chars, 313)
+        expected = torch.cat([alone[-1, :HIDDEN], alone[0, HIDDEN : 2 * HIDDEN], alone[:, 2 * HIDDEN :].mean(0)])
+        torch.testing.assert_close(vector, expected, rtol=0, atol=2e-3)  # float16 storage
+    tags = [line.split("\t")[1] for line in (lac_folder() / "tag.dic").read_text(encoding="utf-8").split("\n") if line]
+    top = {name: {tags[i] for i in v[2 * HIDDEN :].topk(3).indices.tolist()} for name, v in zip(names, vectors[1:])}
+    assert "ORG-I" in top["中国人民银行"] and "LOC-I" in top["北京"] and "TIME-I" in top["今天"]
+    many = [f"词{k}" for k in range(3000)]  # the table grows past its first size
+    assert words.rows(many).tolist() == list(range(5, 3005))
+    assert words.vectors(torch.tensor(words.rows(["北京"])))[0].equal(vectors[2])
+    copy = pickle.loads(pickle.dumps(words))  # as Ray ships a tagger to its workers
+    assert copy.rows(["北京", "新词"]).tolist() == [2, 3005]
+    assert copy.vectors(torch.tensor([2]))[0].equal(vectors[2])
+
+
+@pytest.fixture(scope="module")
+def lac_words_run(tmp_path_factory):
+    from seqlab.training import train
+
+    root = tmp_path_factory.mktemp("lac_words")
+    corpus, lexicon = root / "train.bmes", root / "lexicon.txt"
+    make_corpus(corpus)
+    lexicon.write_text("北京\n大学\n清华大学\n工程师\n", encoding="utf-8")
+    raw = raw_config(corpus, lexicon)
+    raw["model"]["embedder"]["features"]["lexicon"]["lac"] = True
+    raw["train"]["max_epochs"] = raw["train"]["patience"] = 25
+    result = train(config_from_dict(raw), root / "run", progress=False)
+    return corpus, root / "run", result
+
+
+def test_a_flat_tagger_with_lac_words_overfits_and_reloads_identically(lac_words_run, tmp_path):
+    corpus, run_dir, result = lac_words_run
+    assert result.test["f1"] == 100.0
+    tagger = Tagger.load(run_dir / "model")
+    assert tagger.net.embedder.lexicon.lac.weight.shape == (12, WORD_DIM)  # trained: LAC's reading -> the word's dim
+    text = ["王小明毕业于清华大学，现任华为技术有限公司工程师。", "北京大学的工程师"]
+    before = [p.tags for p in tagger.predict(text)]
+    tagger.save(tmp_path / "copy")
+    again = Tagger.load(tmp_path / "copy")
+    assert [p.tags for p in again.predict(text)] == before
+    assert [p.tags for p in again.predict(text, batch_size=1)] == before
+    sentences = read_bmes(corpus)
+    assert again.predict_tags(sentences, batch_size=1) == again.predict_tags(sentences)
+
+
+def test_a_lac_words_model_without_its_lac_state_or_with_other_files_is_refused(lac_words_run, tmp_path):
+    import json
+    import shutil
+
+    for value, message in [
+        (None, r"vocab.json: features.lexicon.lac: expected \{'model': 'jieba/lac_small'"),
+        ({"model": "jieba/lac_small", "sha256": "0" * 64}, "vocab.json: features.lexicon.lac: the installed jieba's"),
+    ]:
+        copy = tmp_path / "model"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(lac_words_run[1] / "model", copy)
+        vocab = json.loads((copy / "vocab.json").read_text(encoding="utf-8"))
+        assert len(vocab["features"]["lexicon"]["lac"]["sha256"]) == 64
+        vocab["features"]["lexicon"]["lac"] = value
+        (copy / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+        with pytest.raises(SeqlabError, match=message) as err:
+            Tagger.load(copy)
+        assert "\n" not in str(err.value)

@@ -19,6 +19,7 @@ export to ONNX / TorchScript.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +39,7 @@ from seqlab.nn.context import Context
 
 DIMS = {"embeddings": 128, "states": 256, "emissions": 57}
 EMBED, HIDDEN, TAGS = 128, 128, 57
+WORD_DIM = 2 * HIDDEN + TAGS  # a word read alone (:class:`LacWords`): its two final states and mean tag scores
 OOV = "OOV"
 UNUSED = "<unused {}>"  # the ids word.dic leaves out (one: 20939)
 MAX_VOCAB = 1_000_000  # word.dic lines read at most
@@ -262,3 +264,66 @@ class LacFeaturizer(Featurizer):
 
     def module(self) -> LacEncoder:
         return LacEncoder(len(self.itos), self.config.outputs, self._weights, self.config.cache_mb)
+
+
+class LacWords:
+    """Words read alone by LAC -> one vector each, (WORD_DIM,): the forward GRU's state after the last character,
+    the backward GRU's after the first, and the tag scores averaged over the characters. What LAC knows of a word
+    out of context (北京 alone reads as a place), for a lattice's words (``lattice`` option ``lac``). Each distinct
+    word is read once and kept (at most the lexicon's words: 337k x 313 float16, 211 MB, for jieba's); rows are
+    handed out in the order words are first seen, row 0 (padding) zero."""
+
+    def __init__(self, name: str):
+        self.featurizer = LacConfig(outputs=["states", "emissions"], cache_mb=0).build(name)
+        self._encoder: LacEncoder | None = None
+        self._rows: dict[str, int] = {}
+        self._table = np.zeros((1024, WORD_DIM), dtype=np.float16)  # grows by doubling
+        self._lock = threading.Lock()  # a server may encode from several threads
+
+    def __getstate__(self) -> dict:  # copy.deepcopy and pickle (Ray's workers): a lock is neither
+        return {**self.__dict__, "_lock": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def read(self) -> None:
+        """Read LAC from the installed jieba (at fit; :meth:`load_state` reads it at load)."""
+        self.featurizer.fit([], [], 0)
+
+    def state(self) -> dict:
+        return self.featurizer.state()
+
+    def load_state(self, state: Any, where: str) -> None:
+        self.featurizer.load_state(state, where)
+
+    def rows(self, words: Sequence[str]) -> np.ndarray:
+        """The table rows of ``words`` (int64, one each), reading the ones not seen before."""
+        with self._lock:
+            new = list(dict.fromkeys(w for w in words if w not in self._rows))
+            if new:
+                self._add(new)
+            return np.fromiter((self._rows[w] for w in words), dtype=np.int64, count=len(words))
+
+    def _add(self, words: list[str]) -> None:
+        if self._encoder is None:
+            self._encoder = self.featurizer.module()
+        index, oov = self.featurizer.index, self.featurizer.index[OOV]
+        lengths = torch.tensor([len(w) for w in words])  # (n,)
+        ids = pad_ids([np.array([index.get(c, oov) for c in w], dtype=np.int64) for w in words], int(lengths.max()))
+        out = self._encoder.run(ids, lengths)  # (n, width, 256 + 57)
+        last = out[torch.arange(len(words)), lengths - 1, :HIDDEN]  # (n, H): forward, after the last character
+        first = out[:, 0, HIDDEN : 2 * HIDDEN]  # (n, H): backward, after the first
+        mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).unsqueeze(-1)  # (n, width, 1)
+        scores = (out[:, :, 2 * HIDDEN :] * mask).sum(1) / lengths[:, None]  # (n, TAGS)
+        vectors = torch.cat([last, first, scores], dim=-1).numpy()  # (n, WORD_DIM)
+        start = len(self._rows) + 1
+        while start + len(words) > len(self._table):
+            self._table = np.concatenate([self._table, np.zeros_like(self._table)])
+        self._table[start : start + len(words)] = vectors
+        self._rows.update((w, start + k) for k, w in enumerate(words))
+
+    def vectors(self, rows: Tensor) -> Tensor:
+        """(...) long rows -> (..., WORD_DIM) float32."""
+        with self._lock:
+            return torch.from_numpy(self._table[rows.numpy()].astype(np.float32))

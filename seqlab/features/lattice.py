@@ -12,6 +12,7 @@ collates, padded to the batch's most words:
 * ``tags``  (batch, words) long, with ``word_tags``: the word's tag in the lexicon file (jieba: its part of
   speech), 0 none
 * ``bins``  (batch, words) long, with ``frequency_bins``: 1 + floor(log2(the word's lexicon frequency)), 0 none
+* ``lac``   (batch, words, 313) float, with ``lac``: the word read alone by LAC (:class:`~seqlab.features.lac.LacWords`)
 
 Its module adds nothing to the token vectors (``output_dim`` 0): it publishes the word embeddings,
 (batch, words, dim), under the feature's name for a lattice encoder (``flat``) to read. The lattice
@@ -25,7 +26,10 @@ with the shared ``<unk>`` row.
 A word without a row of its own says little through ``<unk>``. With ``word_tags`` its tag in the lexicon file is
 embedded too (jieba's dict.txt tags 72k words ``nr`` person name, 17k ``ns`` place, 5k ``nt`` organisation), and
 with ``frequency_bins`` its frequency class: both added to the word's vector, so that a name never seen in training
-still enters the lattice as a name. The tags and frequencies are saved with the lexicon.
+still enters the lattice as a name. The tags and frequencies are saved with the lexicon. With ``lac`` each word
+also gets what LAC, the lexical analyser the jieba package ships, reads in it alone (its final BiGRU states and
+tag scores), projected to the word's size and added: a pre-trained vector for every lexicon word, seen in training
+or not, computed when the word is first met (nothing of it is saved but the SHA-256 of LAC's files).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from torch import Tensor, nn
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids, string_list
+from seqlab.features.lac import WORD_DIM, LacWords
 from seqlab.features.lexicon import JIEBA, Lexicon, WordEntry
 from seqlab.features.vectors import fit_vocab_and_table
 from seqlab.nn.context import Context
@@ -87,6 +92,12 @@ class LatticeConfig(FeatureConfig):
         "many classes; 0: none",
     )
 
+    lac: bool = Field(
+        False,
+        description="add what LAC (the jieba package's lexical analyser) reads in each word alone, its final BiGRU "
+        "states and mean tag scores, projected to dim, to the word's vector",
+    )
+
     def output_dim(self) -> int:
         return 0
 
@@ -110,6 +121,7 @@ class LatticeEmbedding(FeatureModule):
         dropout: float,
         num_tags: int = 0,
         num_bins: int = 0,
+        lac: bool = False,
     ):
         super().__init__()
         self.name = name
@@ -120,6 +132,7 @@ class LatticeEmbedding(FeatureModule):
         # word classes (row 0: none), at the scale of the word rows; trained even where the words are frozen
         self.tag_embed = _class_table(num_tags, dim) if num_tags else None
         self.bin_embed = _class_table(num_bins, dim) if num_bins else None
+        self.lac = nn.Linear(WORD_DIM, dim, bias=False) if lac else None  # LAC's reading of the word -> dim
         self.dropout = Dropout(dropout)
         self.output_dim = 0
 
@@ -129,6 +142,8 @@ class LatticeEmbedding(FeatureModule):
             words = words + self.tag_embed(inputs["tags"])
         if self.bin_embed is not None:
             words = words + self.bin_embed(inputs["bins"])
+        if self.lac is not None:
+            words = words + self.lac(inputs["lac"])  # (batch, words, WORD_DIM) -> (batch, words, dim)
         ctx.publish(self.name, self.dropout(words))  # (batch, words, dim)
         return None
 
@@ -158,6 +173,7 @@ class LatticeFeaturizer(VocabFeaturizer):
         self._init: np.ndarray | None = None
         self.tag_names: list[str] = []  # the lexicon's tags, in the order of their rows (row 0: none)
         self._tag_row: dict[str, int] = {}
+        self.lac = LacWords(f"{name}.lac") if config.lac else None
 
     def _lexicon(self) -> Lexicon:
         if self.lexicon is None:
@@ -198,6 +214,8 @@ class LatticeFeaturizer(VocabFeaturizer):
             counts, others, c.pretrained, c.dim, c.min_count, seed, key=f"model.embedder.features.{self.name}.dim"
         )
         self.set_vocab(vocab)
+        if self.lac is not None:
+            self.lac.read()
 
     def state(self) -> dict:
         lexicon = self._lexicon()
@@ -207,6 +225,8 @@ class LatticeFeaturizer(VocabFeaturizer):
             state["word_tags"] = [self._tag_row.get(lexicon.tag(w), 0) for w in lexicon.words]
         if self.config.frequency_bins:  # per lexicon word: its frequency, 0 none
             state["word_frequencies"] = [lexicon.frequency(w) or 0 for w in lexicon.words]
+        if self.lac is not None:
+            state["lac"] = self.lac.state()
         return state
 
     def load_state(self, state: Any, where: str) -> None:
@@ -225,21 +245,25 @@ class LatticeFeaturizer(VocabFeaturizer):
         if self.config.frequency_bins:
             counts = _int_list(state, "word_frequencies", where, len(words), 10**15)
             frequencies = [f or None for f in counts]
+        if self.lac is not None:
+            self.lac.load_state(state.get("lac"), f"{where}.lac")
         self.lexicon = Lexicon(WordEntry(w, f, t) for w, f, t in zip(words, frequencies, tags))
 
     def encode(self, sentence: Sentence) -> tuple[int, np.ndarray]:
-        """(tokens, (5, words) array of word id, head, tail, tag row, frequency bin per matched word)."""
+        """(tokens, (6, words) array of word id, head, tail, tag row, frequency bin, LAC row per matched word)."""
         lexicon = self._lexicon()
         matches = lexicon.match(sentence.tokens)
         index, bins = self.vocab.index, self.config.frequency_bins
         tag_row = self._tag_row if self.config.word_tags else {}
-        out = np.zeros((5, len(matches)), dtype=np.int64)
+        out = np.zeros((6, len(matches)), dtype=np.int64)
         for k, m in enumerate(matches):
             out[0, k], out[1, k], out[2, k] = index(m.word), m.head, m.tail
             if tag_row:
                 out[3, k] = tag_row.get(lexicon.tag(m.word), 0)
             if bins:
                 out[4, k] = frequency_bin(lexicon.frequency(m.word), bins)
+        if self.lac is not None:
+            out[5] = self.lac.rows([m.word for m in matches])
         return len(sentence.tokens), out
 
     def size(self, encoded: tuple[int, np.ndarray]) -> int:
@@ -259,6 +283,8 @@ class LatticeFeaturizer(VocabFeaturizer):
             batch["tags"] = pad_ids([a[3] for a in items], width)  # (batch, words)
         if self.config.frequency_bins:
             batch["bins"] = pad_ids([a[4] for a in items], width)  # (batch, words)
+        if self.lac is not None:
+            batch["lac"] = self.lac.vectors(pad_ids([a[5] for a in items], width))  # (batch, words, WORD_DIM)
         return batch
 
     def module(self) -> LatticeEmbedding:
@@ -266,7 +292,15 @@ class LatticeFeaturizer(VocabFeaturizer):
         self._init = None
         c = self.config
         return LatticeEmbedding(
-            self.name, len(self.vocab), c.dim, init, c.freeze, c.dropout, len(self.tag_names), c.frequency_bins
+            self.name,
+            len(self.vocab),
+            c.dim,
+            init,
+            c.freeze,
+            c.dropout,
+            len(self.tag_names),
+            c.frequency_bins,
+            c.lac,
         )
 
 
