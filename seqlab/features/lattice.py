@@ -91,7 +91,6 @@ class LatticeConfig(FeatureConfig):
         description="add an embedding of each word's lexicon frequency, 1 + floor(log2(frequency)) capped at this "
         "many classes; 0: none",
     )
-
     lac: bool = Field(
         False,
         description="add what LAC (the jieba package's lexical analyser) reads in each word alone, its final BiGRU "
