@@ -270,8 +270,9 @@ class LacWords:
     """Words read alone by LAC -> one vector each, (WORD_DIM,): the forward GRU's state after the last character,
     the backward GRU's after the first, and the tag scores averaged over the characters. What LAC knows of a word
     out of context (北京 alone reads as a place), for a lattice's words (``lattice`` option ``lac``). Each distinct
-    word is read once and kept (at most the lexicon's words: 337k x 313 float16, 211 MB, for jieba's); rows are
-    handed out in the order words are first seen, row 0 (padding) zero."""
+    word is read once and kept, in float16, in a table that doubles as it fills (at most the lexicon's words: for
+    jieba's 337k, 211 MB of vectors in a table of 328 MB); rows are handed out in the order words are first seen,
+    row 0 (padding) zero."""
 
     def __init__(self, name: str):
         self.featurizer = LacConfig(outputs=["states", "emissions"], cache_mb=0).build(name)
