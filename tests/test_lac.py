@@ -4,7 +4,9 @@ save -> load -> predict identical, no export)."""
 
 from __future__ import annotations
 
+import json
 import pickle
+import shutil
 import struct
 from pathlib import Path
 
@@ -241,7 +243,13 @@ def test_save_load_predict_identical_and_lac_is_not_trained(lac_run, tmp_path):
     for name, value in fresh.module().named_buffers():  # the weights as jieba ships them, untouched
         assert torch.equal(loaded.get_buffer(name), value), name
     assert not any(name.startswith("embedder.lac.") for name in tagger.net.state_dict())  # not in the model file
-    text = ["王小明毕业于清华大学，现任华为技术有限公司工程师。", "赵丽现任中国银行主任。"]
+    assert_reloads_identically(
+        tagger, ["王小明毕业于清华大学，现任华为技术有限公司工程师。", "赵丽现任中国银行主任。"], corpus, tmp_path
+    )
+
+
+def assert_reloads_identically(tagger: Tagger, text: list[str], corpus: Path, tmp_path: Path) -> None:
+    """save -> load -> predict gives the same tags, at batch 1 and batched."""
     before = [p.tags for p in tagger.predict(text)]
     tagger.save(tmp_path / "copy")
     again = Tagger.load(tmp_path / "copy")
@@ -269,16 +277,25 @@ def test_lac_folder_is_the_installed_jiebas():
 
 
 def test_a_model_trained_with_other_lac_files_is_refused_at_load(lac_run, tmp_path):
-    import json
-    import shutil
+    def other_files(features: dict) -> None:
+        assert len(features["lac"]["sha256"]) == 64
+        features["lac"]["sha256"] = "0" * 64
 
+    assert_refused(
+        lac_run[1] / "model", other_files, r"vocab.json: features.lac: the installed jieba's LAC model", tmp_path
+    )
+
+
+def assert_refused(model: Path, edit, message: str, tmp_path: Path) -> None:
+    """A copy of ``model`` whose vocab.json features ``edit`` changed fails to load with one line matching
+    ``message``."""
     copy = tmp_path / "model"
-    shutil.copytree(lac_run[1] / "model", copy)
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(model, copy)
     vocab = json.loads((copy / "vocab.json").read_text(encoding="utf-8"))
-    assert len(vocab["features"]["lac"]["sha256"]) == 64
-    vocab["features"]["lac"]["sha256"] = "0" * 64
+    edit(vocab["features"])
     (copy / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    with pytest.raises(SeqlabError, match=r"vocab.json: features.lac: the installed jieba's LAC model") as err:
+    with pytest.raises(SeqlabError, match=message) as err:
         Tagger.load(copy)
     assert "\n" not in str(err.value)
 
@@ -334,31 +351,19 @@ def test_a_flat_tagger_with_lac_words_overfits_and_reloads_identically(lac_words
     assert result.test["f1"] == 100.0
     tagger = Tagger.load(run_dir / "model")
     assert tagger.net.embedder.lexicon.lac.weight.shape == (12, WORD_DIM)  # trained: LAC's reading -> the word's dim
-    text = ["王小明毕业于清华大学，现任华为技术有限公司工程师。", "北京大学的工程师"]
-    before = [p.tags for p in tagger.predict(text)]
-    tagger.save(tmp_path / "copy")
-    again = Tagger.load(tmp_path / "copy")
-    assert [p.tags for p in again.predict(text)] == before
-    assert [p.tags for p in again.predict(text, batch_size=1)] == before
-    sentences = read_bmes(corpus)
-    assert again.predict_tags(sentences, batch_size=1) == again.predict_tags(sentences)
+    assert_reloads_identically(
+        tagger, ["王小明毕业于清华大学，现任华为技术有限公司工程师。", "北京大学的工程师"], corpus, tmp_path
+    )
 
 
 def test_a_lac_words_model_without_its_lac_state_or_with_other_files_is_refused(lac_words_run, tmp_path):
-    import json
-    import shutil
-
     for value, message in [
         (None, r"vocab.json: features.lexicon.lac: expected \{'model': 'jieba/lac_small'"),
         ({"model": "jieba/lac_small", "sha256": "0" * 64}, "vocab.json: features.lexicon.lac: the installed jieba's"),
     ]:
-        copy = tmp_path / "model"
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(lac_words_run[1] / "model", copy)
-        vocab = json.loads((copy / "vocab.json").read_text(encoding="utf-8"))
-        assert len(vocab["features"]["lexicon"]["lac"]["sha256"]) == 64
-        vocab["features"]["lexicon"]["lac"] = value
-        (copy / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-        with pytest.raises(SeqlabError, match=message) as err:
-            Tagger.load(copy)
-        assert "\n" not in str(err.value)
+
+        def replace(features: dict, value=value) -> None:
+            assert len(features["lexicon"]["lac"]["sha256"]) == 64
+            features["lexicon"]["lac"] = value
+
+        assert_refused(lac_words_run[1] / "model", replace, message, tmp_path)
