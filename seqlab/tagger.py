@@ -22,7 +22,7 @@ import torch
 from seqlab.config import ExperimentConfig
 from seqlab.data.batching import Encoded
 from seqlab.data.schemes import IndexConverter, convert
-from seqlab.data.sentence import Sentence
+from seqlab.data.sentence import Sentence, link_neighbours
 from seqlab.data.token_types import TokenTypes
 from seqlab.data.vocab import PAD, UNK, Vocab
 from seqlab.decoders.base import ProbabilisticDecoderConfig, TagSet
@@ -112,6 +112,11 @@ class Tagger:
         """Each sentence through every featurizer (and its gold tags to ids when ``with_tags``)."""
         return encoding.encode(self.featurizers, sentences, self._tag_ids if with_tags else None)
 
+    def link(self, sentences: Sequence[Sentence]) -> None:
+        """Link ``sentences``, given together and in order, to their neighbours (:func:`link_neighbours`) where a
+        featurizer reads across sentences (a transformer with ``context``); otherwise nothing."""
+        link_neighbours(sentences, max((f.neighbours() for f in self.featurizers.values()), default=0))
+
     def _tag_ids(self, s: Sentence) -> np.ndarray:
         return encoding.tag_ids(s, self.to_train_scheme(s.labels), self.tags.stoi)
 
@@ -158,15 +163,20 @@ class Tagger:
         explain: bool = False,
         max_length: int | None = None,
         confidence: bool = False,
+        link: bool = True,
     ) -> list[Prediction]:
         """Tag raw strings (cut by the model's tokenizer, :func:`seqlab.data.tokenization.model_tokenizer`: whitespace,
         one char per token for character models; a span's text is its characters in the string), token lists or
         :class:`Sentence` objects. Returns one :class:`Prediction` per input with tags and spans, and the
         n best tag sequences, the attention layers' explanations and the probabilities of the predicted spans and
         tags (``confidence``) when asked for. With ``max_length``, longer sentences are tagged in pieces and say
-        so in ``split_at``."""
+        so in ``split_at``. A model whose features read the sentences around each (a transformer's ``context``)
+        reads the inputs as consecutive text; ``link=False`` keeps the neighbours that :class:`Sentence` inputs
+        have (:meth:`link`)."""
         sentences = encoding.as_sentences(inputs, self.config.data)
-        rows = run_capped(self, sentences, max_length, batch_size, nbest or 0, explain, confidence=confidence)
+        rows = run_capped(
+            self, sentences, max_length, batch_size, nbest or 0, explain, confidence=confidence, link=link
+        )
         joiner = "" if self.config.data.format == "bmes" else " "
         return [prediction(s, r, self._labels(r), self.scheme, joiner, self.to_labels) for s, r in zip(sentences, rows)]
 

@@ -64,7 +64,7 @@ def test_long_sentences_go_in_windows_and_padding_changes_nothing(featurizers):
     f.fit([], [], 1)
     long = Sentence(("the pound fell sharply against the dollar ," * 3).split())
     windows = f.encode(long)
-    assert len(windows) > 1 and all(len(ids) <= 12 for ids, _ in windows)
+    assert len(windows) > 1 and all(len(w.ids) <= 12 for w in windows)
     short = Sentence(["Yes", "."])
     items = [Encoded(len(s.tokens), {"ctx": f.encode(s)}) for s in (short, long)]
     module = f.module()
@@ -174,3 +174,148 @@ def test_scoring_memo_runs_each_dev_window_once_while_the_trainer_keeps_it(featu
     assert seen == [3, 3, 3] and len(module.memo) == 3 and not trained.is_inference()  # its own memo
     module.remember_for_scoring(False)
     assert module.scoring_memo is None
+
+
+# --------------------------------------------------------------------------------------------
+# Context: the sentences around a sentence, read by the transformer too
+# --------------------------------------------------------------------------------------------
+
+BEFORE = [["Markets", "were", "calm", "."], ["Traders", "waited", "."]]
+AFTER = [["Shares", "of", "Peele", "Corp", "rose", "."]]
+
+
+def _by_hand_in_context(f, words, left, right):
+    """[CLS] left pieces, the words' pieces, right pieces [SEP] through the model, mean of the last layer's states of
+    each word's pieces: the oracle for pooling 'mean', layers [-1]."""
+    tok, model = f._tokenizer, f._model
+    pieces = [tok(w, add_special_tokens=False)["input_ids"] for w in words]
+    ids = torch.tensor([[tok.cls_token_id, *left, *[p for ps in pieces for p in ps], *right, tok.sep_token_id]])
+    with torch.no_grad():
+        states = model(input_ids=ids).last_hidden_state[0]  # (subwords, 384)
+    out, pos = [], 1 + len(left)
+    for ps in pieces:
+        out.append(states[pos : pos + len(ps)].mean(0))
+        pos += len(ps)
+    return torch.stack(out)  # (words, 384)
+
+
+def _pieces(f, sentences):
+    return [p for tokens in sentences for w in tokens for p in f._tokenizer(w, add_special_tokens=False)["input_ids"]]
+
+
+def _embed(f, sentences, module=None):
+    items = [Encoded(len(s.tokens), {"ctx": f.encode(s)}) for s in sentences]
+    batch = collate(items, list(range(len(items))), {"ctx": f})
+    module = module or f.module().eval()
+    return module(batch.features["ctx"], Context(batch.mask, batch.lengths))  # (batch, seq_len, 384)
+
+
+@pytest.mark.parametrize("context", [4, 64])
+def test_context_matches_a_hand_computation(context):
+    from seqlab.data.sentence import link_neighbours
+
+    f = ContextualConfig(pooling="mean", context=context).build("ctx")
+    f.fit([], [], 1)
+    sentences = [Sentence(t) for t in [*BEFORE, WORDS, *AFTER]]
+    link_neighbours(sentences, f.neighbours())
+    k = f.neighbours()
+    assert k == {4: 1, 64: 16}[context]  # sentences linked on each side: context / 4
+    left, right = _pieces(f, BEFORE[-k:])[-context:], _pieces(f, AFTER)[:context]
+    assert len(left) == {4: 3, 64: len(_pieces(f, BEFORE))}[context]  # 4: the one sentence's 3; 64: both whole
+    want = _by_hand_in_context(f, WORDS, left, right)
+    got = _embed(f, sentences)[2, : len(WORDS)]
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    alone = _embed(f, [Sentence(WORDS)])[0]
+    assert (alone - got).abs().max() > 1e-2  # the context changed the vectors
+    torch.testing.assert_close(alone, _by_hand_in_context(f, WORDS, [], []), atol=1e-4, rtol=1e-4)
+
+
+def test_context_is_cut_to_leave_the_sentence_room():
+    from seqlab.data.sentence import link_neighbours
+
+    f = ContextualConfig(pooling="mean", context=64, max_subwords=16).build("ctx")
+    f.fit([], [], 1)
+    sentences = [Sentence(t) for t in [*BEFORE, WORDS, *AFTER]]
+    link_neighbours(sentences, f.neighbours())
+    (window,) = f.encode(sentences[2])
+    own = len(_pieces(f, [WORDS]))
+    side = (16 - 2 - own) // 2
+    assert len(window.ids) == 2 + own + 2 * side and window.left == side and window.own == own + 1
+    assert list(window.ids[1 : 1 + side]) == _pieces(f, BEFORE)[-side:]
+    assert list(window.ids[1 + side + own : -1]) == _pieces(f, AFTER)[:side]
+    long = Sentence(("the pound fell sharply against the dollar ," * 3).split())
+    link_neighbours([sentences[0], long, sentences[3]], f.neighbours())
+    assert all(w.left == 0 for w in f.encode(long))  # in several windows: no context
+
+
+def test_the_memo_knows_a_sentence_by_its_context_and_keeps_only_its_own_states():
+    from seqlab.data.sentence import link_neighbours
+
+    f = ContextualConfig(pooling="mean", context=16).build("ctx")
+    f.fit([], [], 1)
+    module = f.module().train()
+    a = [Sentence(t) for t in [BEFORE[0], WORDS, AFTER[0]]]
+    b = [Sentence(t) for t in [BEFORE[1], WORDS, BEFORE[0]]]
+    for group in (a, b):
+        link_neighbours(group, f.neighbours())
+    in_a, in_b = _embed(f, a, module)[1, :3], _embed(f, b, module)[1, :3]
+    # six windows, though a's three read the same text: each is known by where its own sub-words start
+    assert len(module.memo) == 6 and (in_a - in_b).abs().max() > 1e-2  # the same words, other context: not a hit
+    kept = sorted(len(v) for v in module.memo.states.values())  # [CLS] and the own sub-words, never the context's
+    assert kept == sorted(len(_pieces(f, [t])) + 1 for t in [BEFORE[0], WORDS, AFTER[0], BEFORE[1], WORDS, BEFORE[0]])
+    torch.testing.assert_close(_embed(f, a, module.eval())[1, :3], in_a, atol=1e-5, rtol=1e-5)
+
+
+def test_link_neighbours_gives_k_references_each_side():
+    from seqlab.data.sentence import link_neighbours
+
+    sentences = [Sentence([str(i)]) for i in range(5)]
+    link_neighbours(sentences, 2)
+    n = sentences[0].neighbours
+    assert n.before == () and [t[0] for t in n.after] == ["1", "2"]
+    n = sentences[2].neighbours
+    assert [t[0] for t in n.before] == ["0", "1"] and [t[0] for t in n.after] == ["3", "4"]
+    assert n.before[1] is sentences[1].tokens  # references, not copies
+    link_neighbours(sentences[2:3], 2)
+    assert sentences[2].neighbours.before == () == sentences[2].neighbours.after  # relinked: alone now
+    link_neighbours(sentences, 0)
+    assert sentences[2].neighbours.after == ()  # k = 0 leaves them
+
+
+def ctx_context_config(path):
+    raw = ctx_config(path).model_dump(mode="json")
+    raw["model"]["embedder"]["features"]["ctx"]["context"] = 16
+    return config_from_dict(raw)
+
+
+def test_a_tagger_with_context_trains_saves_loads_and_batch_size_changes_nothing(tmp_path_factory, tmp_path):
+    from seqlab import Tagger
+    from seqlab.data.readers import read_conll
+
+    path, run_dir, result = train_tiny(tmp_path_factory, "ctx-context", ctx_context_config)
+    assert result.dev["f1"] > 80.0
+    assert_save_load_identical(run_dir / "model", path, tmp_path)  # batch 1 against whole batches included
+    tagger = Tagger.load(run_dir / "model")
+    sentences = read_conll(path, label_column=None)
+    together = tagger.predict_tags(sentences, batch_size=64)
+    assert sentences[5].neighbours is not None and sentences[5].neighbours.before[-1] is sentences[4].tokens
+    assert tagger.predict_tags(sentences, batch_size=1) == together  # the context is the list's, not the batch's
+    tagger.predict_tags(sentences[5:6])
+    assert sentences[5].neighbours.before == ()  # each call links the sentences it is given
+
+
+def test_requests_merged_into_one_batch_keep_their_own_context(tmp_path_factory):
+    """What the server does with a micro-batch: each request linked alone, then all tagged in one call with
+    ``link=False``: each request's tags are those it gets alone, with its own sentences as context."""
+    from seqlab import Tagger
+    from seqlab.data.readers import read_conll
+
+    path, run_dir, _ = train_tiny(tmp_path_factory, "ctx-requests", ctx_context_config)
+    tagger = Tagger.load(run_dir / "model")
+    first, second = read_conll(path, label_column=None)[:4], read_conll(path, label_column=None)[4:9]
+    alone = [p.tags for group in (first, second) for p in tagger.predict(group)]
+    for group in (first, second):
+        tagger.link(group)
+    merged = tagger.predict([*first, *second], link=False)
+    assert [p.tags for p in merged] == alone
+    assert first[-1].neighbours.after == () and second[0].neighbours.before == ()

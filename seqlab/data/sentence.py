@@ -1,8 +1,19 @@
-"""The unit of data: one sentence with optional gold labels."""
+"""The unit of data: one sentence with optional gold labels, and the sentences around it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The tokens of the sentences before (nearest last) and after (nearest first) a sentence, as they came
+    together: in one file, one call of ``predict``, one request. Features that read across sentences use them
+    (a transformer given the text around the sentence, as a document's context)."""
+
+    before: tuple[list[str], ...] = ()
+    after: tuple[list[str], ...] = ()
 
 
 @dataclass
@@ -18,6 +29,17 @@ class Sentence:
     source: str = "<memory>"
     line: int = 0
     extra: dict = field(default_factory=dict)  # other columns, e.g. {"pos": [...]} kept for writing back
+    neighbours: Neighbours | None = None  # set by link_neighbours when a feature reads across sentences
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+
+def link_neighbours(sentences: Sequence[Sentence], k: int) -> None:
+    """Give each sentence the tokens of the ``k`` sentences on each side of it in ``sentences`` (references to
+    their token lists, not copies), replacing any it had; ``k == 0`` leaves the sentences as they are."""
+    if k <= 0:
+        return
+    tokens = [s.tokens for s in sentences]
+    for i, s in enumerate(sentences):
+        s.neighbours = Neighbours(tuple(tokens[max(0, i - k) : i]), tuple(tokens[i + 1 : i + 1 + k]))

@@ -110,6 +110,7 @@ class Likelihood:
     label unseen in training are left out (with a warning)."""
 
     def __init__(self, tagger, sentences: Sequence[Sentence], batch_size: int | None = None):
+        tagger.link(sentences)  # before leaving any out: as predict would see them
         usable = [s for s in sentences if s.tokens and not tagger.unseen_labels([s])]
         if len(usable) < len(sentences):
             log.warning(

@@ -5,6 +5,7 @@ from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, Featuri
 from seqlab.features.bigrams import BigramsConfig
 from seqlab.features.casing import CasingConfig
 from seqlab.features.chars import CharCNN, CharLSTM, CharsConfig
+from seqlab.features.columns import ColumnConfig
 from seqlab.features.contextual import ContextualConfig
 from seqlab.features.lac import LacConfig
 from seqlab.features.lattice import LatticeConfig
@@ -17,6 +18,7 @@ __all__ = [
     "CharCNN",
     "CharLSTM",
     "CharsConfig",
+    "ColumnConfig",
     "ContextualConfig",
     "FeatureConfig",
     "FeatureModule",

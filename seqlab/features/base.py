@@ -96,6 +96,11 @@ class Featurizer(ABC):
         and gather the batch's with one array index. The same tensors."""
         return self.collate_sentences(typed.sentences, seq_len)
 
+    def neighbours(self) -> int:
+        """How many sentences on each side of a sentence its :meth:`encode` reads (``Sentence.neighbours``, linked
+        by whoever holds the sentences in order: the trainer, :func:`seqlab.tagging.inference.run`); 0: none."""
+        return 0
+
     def size(self, encoded: Any) -> int | None:
         """A length of this feature's own for batch budgets (lattice length), or None."""
         return None

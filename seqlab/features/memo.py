@@ -42,19 +42,31 @@ class WindowMemo:
                 self.used_bytes += size
 
 
-def memoized(ids: Tensor, lengths: list[int], memo: WindowMemo, run: Callable[[Tensor, int], Tensor]) -> Tensor:
+def memoized(
+    ids: Tensor,
+    lengths: list[int],
+    memo: WindowMemo,
+    run: Callable[[Tensor, int], Tensor],
+    keep: list[int] | None = None,
+    starts: list[int] | None = None,
+) -> Tensor:
     """The states of each row of ``ids`` (rows, width), (rows, width, dim): from ``memo`` where it has them, else
     ``run(pick, longest)`` on the missing rows ``pick`` (missing,) cut to the longest of them, which must return
-    (missing, longest, dim); those are added while the memo has room. Positions past a row's length are zero."""
+    (missing, longest, dim); those are added while the memo has room. A row is known by its first ``lengths`` ids
+    and by ``starts`` (where the states it keeps begin in it: one text read for several sentences), and keeps its
+    first ``keep`` states (default: ``lengths``); positions past those are zero."""
+    keep = lengths if keep is None else keep
     rows = ids.cpu().numpy()
     keys = [rows[w, :n].tobytes() for w, n in enumerate(lengths)]
+    if starts is not None:
+        keys = [k + b"@%d" % at for k, at in zip(keys, starts)]
     found = [memo.states.get(k) for k in keys]
     missing = [w for w, hit in enumerate(found) if hit is None]
     if missing:
         pick = torch.tensor(missing, device=ids.device)
         fresh = run(pick, max(lengths[w] for w in missing))  # (missing, longest, dim)
         for j, w in enumerate(missing):
-            found[w] = states = fresh[j, : lengths[w]].clone()  # (length, dim), not a view of the batch
+            found[w] = states = fresh[j, : keep[w]].clone()  # (kept, dim), not a view of the batch
             memo.add(keys[w], states)
     out = pad_sequence(found, batch_first=True)  # (rows, longest, dim)
     return nn.functional.pad(out, (0, 0, 0, ids.shape[1] - out.shape[1]))  # (rows, width, dim)

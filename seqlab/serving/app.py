@@ -37,6 +37,7 @@ from seqlab.runtime.cost import OverBudget
 from seqlab.runtime.heap import freeze_loaded
 from seqlab.serving.batcher import MicroBatcher
 from seqlab.tagger import Tagger
+from seqlab.tagging.encoding import as_sentences
 
 
 @dataclass(frozen=True)
@@ -226,9 +227,9 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
         ]  # never the input itself: it may be megabytes
         return JSONResponse({"detail": details}, status_code=422)
 
-    def run(sentences: list, options: tuple) -> list[dict]:
+    def run(sentences: list, options: tuple) -> list[dict]:  # the requests of a micro-batch, each linked apart
         nbest, explain, confidence = options
-        preds = tagger.predict(sentences, nbest=nbest, explain=explain, confidence=confidence)
+        preds = tagger.predict(sentences, nbest=nbest, explain=explain, confidence=confidence, link=False)
         return [p.to_dict() for p in preds]
 
     batcher = MicroBatcher(run, max_batch, max_wait_ms / 1000.0)
@@ -270,7 +271,9 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
                 {"error": f"{chars} characters; at most {limits.max_chars} per request"}, status_code=413
             )
         try:
-            preds = await batcher.submit(req.sentences, (req.nbest, req.explain, req.confidence))
+            sentences = as_sentences(req.sentences, tagger.config.data)
+            tagger.link(sentences)  # a request's sentences are each other's context, never another request's
+            preds = await batcher.submit(sentences, (req.nbest, req.explain, req.confidence))
         except OverBudget as err:  # over the tagger's memory budget (seqlab.runtime.cost), refused before it allocates
             return JSONResponse({"error": _over_budget(err)}, status_code=413)
         except SeqlabError as err:

@@ -36,10 +36,15 @@ def run(
     explain: bool = False,
     ablate: Collection[str] = (),
     confidence: bool = False,
+    link: bool = True,
 ) -> list[Row]:
-    """The :class:`Row` of each of ``sentences`` (``tagger``: a :class:`seqlab.tagger.Tagger`)."""
+    """The :class:`Row` of each of ``sentences`` (``tagger``: a :class:`seqlab.tagger.Tagger`). ``link``: the
+    sentences are consecutive text, each the context of the others (:meth:`Tagger.link`); False keeps the
+    neighbours they have (the server links each request's own)."""
     if tagger.net.training:  # eval() walks every module: ~0.5 ms, a tenth of a batch-1 call
         tagger.net.eval()
+    if link:
+        tagger.link(sentences)
     rows = [Row(nbest=[] if nbest else None) for _ in sentences]
     nonempty = [i for i, s in enumerate(sentences) if s.tokens]
     groups = size_groups(

@@ -25,6 +25,7 @@ def run_capped(
     explain: bool = False,
     ablate: Collection[str] = (),
     confidence: bool = False,
+    link: bool = True,
 ) -> list[Row]:
     """:func:`seqlab.tagging.inference.run` on whole sentences, or on pieces of at most ``max_length`` tokens (by
     default ``tagger.max_length``) whose tags are joined back (a split sentence's row has ``split_at`` set, and no
@@ -32,13 +33,13 @@ def run_capped(
     if max_length is None:
         max_length = tagger.max_length
     if max_length is None:
-        return inference.run(tagger, sentences, batch_size, nbest, explain, ablate, confidence)
+        return inference.run(tagger, sentences, batch_size, nbest, explain, ablate, confidence, link)
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
         raise SeqlabError(f"--max-length: expected a positive integer, got {max_length!r}")
     cuts = [cut_points(s.tokens, max_length) for s in sentences]
     pieces = [p for s, c in zip(sentences, cuts) for p in (split_sentence(s, c) if c else [s])]
     try:
-        piece_rows = iter(inference.run(tagger, pieces, batch_size, nbest, explain, ablate, confidence))
+        piece_rows = iter(inference.run(tagger, pieces, batch_size, nbest, explain, ablate, confidence, link))
     except OverBudget as err:  # name the sentence of the call, not the piece
         if err.index is not None:
             err.index = [k for k, c in enumerate(cuts) for _ in range(len(c) + 1)][err.index]

@@ -186,6 +186,7 @@ def _train_rank(
     if average and extra:  # resuming: the average goes on from where it was
         average.load_state_tensors(extra)
     trained = ranks.replicate(tagger)  # what the steps call .loss on: the network, or DDP around it
+    tagger.link(corpus.train)  # in file order: the sentences around each, for features that read them
     train_enc = tagger.encode(corpus.train, with_tags=True)
     for name, split in (("dev", corpus.dev), ("test", corpus.test)):
         unseen = tagger.unseen_labels(split)
