@@ -113,6 +113,15 @@ def assert_same_gradients_every_run(config, runs: int = 15) -> None:
             assert all(torch.equal(a, b) for a, b in zip(first, again))
 
 
+def stand_in_state(itos: list[str], **lattice) -> dict:
+    """A state every vocabulary featurizer of the shipped configs loads without data: ``itos``, a one-word lexicon,
+    ``lattice``'s values for the lattice's options, and the installed LAC's digest for its ``lac`` words."""
+    from seqlab.features.lac import lac_digest, lac_folder
+
+    lac = {"model": "jieba/lac_small", "sha256": lac_digest(lac_folder())}
+    return {"itos": itos, "lexicon": ["ab"], "lac": lac, **lattice}
+
+
 def tiny_config(path: Path, **over) -> object:
     """A small BiLSTM-CRF chunker config on ``path``; ``over`` replaces top-level sections."""
     raw = {

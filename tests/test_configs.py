@@ -9,6 +9,7 @@ import pytest
 from seqlab.config import load_config
 from seqlab.decoders import TagSet
 from seqlab.tagging.network import TaggerNet
+from tests.conftest import stand_in_state
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.yaml"))
 
@@ -39,8 +40,8 @@ def test_config_validates_and_builds(path):
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():  # vocabularies from two sentences, no pre-trained vectors to read
         if hasattr(f, "vocab"):
-            lattice = {"tag_names": ["n"], "word_tags": [1], "word_frequencies": [3]}  # for lattices' options
-            f.load_state({"itos": ["<pad>", "<unk>", "a", "b"], "lexicon": ["ab"], **lattice}, "test")
+            state = stand_in_state(["<pad>", "<unk>", "a", "b"], tag_names=["n"], word_tags=[1], word_frequencies=[3])
+            f.load_state(state, "test")
     net = TaggerNet(config.model, featurizers, TagSet(["O", "B-NP", "I-NP", "E-NP", "S-NP"], "BIOES"))
     assert len(net.encoders) == len(config.model.encoders)
     assert net.embedder.output_dim == config.model.embedder.output_dim()

@@ -36,7 +36,7 @@ from seqlab.runtime.cost import Budget, Cost, OverBudget, padded, parameter_shap
 from seqlab.tagging import inference
 from seqlab.tagging.encoding import as_sentences
 from seqlab.tagging.network import TaggerNet
-from tests.conftest import SAMPLE, first_sentences, tiny_config, torch_threads
+from tests.conftest import SAMPLE, first_sentences, stand_in_state, tiny_config, torch_threads
 from tests.test_flat import ORGS, make_corpus, raw_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -464,8 +464,7 @@ def test_parameter_shapes_are_those_of_the_built_network(path):
     for f in featurizers.values():
         if hasattr(f, "vocab"):
             itos = ["<pad>", "<unk>", "a", "b"] + [f"w{i}" for i in range(3000)]
-            lattice = {"tag_names": ["n", "nr"], "word_tags": [2], "word_frequencies": [40]}  # for lattice options
-            f.load_state({"itos": itos, "lexicon": ["ab"], **lattice}, "test")
+            f.load_state(stand_in_state(itos, tag_names=["n", "nr"], word_tags=[2], word_frequencies=[40]), "test")
     tags = TagSet(["O", "B-NP", "I-NP", "E-NP", "S-NP"], "BIOES")
     shapes = parameter_shapes(lambda: TaggerNet(config.model, featurizers, tags))
     real = TaggerNet(config.model, featurizers, tags).state_dict()
