@@ -75,9 +75,8 @@ class ColumnFeaturizer(VocabFeaturizer):
         return [row[k] for row in columns]
 
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
-        counts = Counter(v for s in train for v in self.values(s))
-        kept = Counter(dict(counts.most_common(self.config.max_values)))
-        self.set_vocab(Vocab.from_counts(kept, self.config.min_count))
+        ranked = Vocab.from_counts(Counter(v for s in train for v in self.values(s)), self.config.min_count)
+        self.set_vocab(Vocab(ranked.itos[2 : 2 + self.config.max_values]))  # the most frequent, ties by value
 
     def encode(self, sentence: Sentence) -> np.ndarray:
         index = self.vocab.index
