@@ -282,6 +282,48 @@ def test_link_neighbours_gives_k_references_each_side():
     assert sentences[2].neighbours.after == ()  # k = 0 leaves them
 
 
+def test_neighbours_stay_in_their_document_and_file(tmp_path):
+    """A -DOCSTART- line and a change of file end the context: no sentence reads another document's."""
+    from seqlab.data.readers import read_conll
+    from seqlab.data.sentence import link_neighbours
+    from seqlab.data.splitting import split_sentence
+
+    path = tmp_path / "docs.txt"
+    path.write_text(
+        "-DOCSTART- O\n\na O\n\nb O\n\n-DOCSTART- O\n\nc O\n\nd O\n\ne O\n-DOCSTART- O\nf O\n", encoding="utf-8"
+    )
+    sentences = read_conll(path)
+    assert [(s.tokens[0], s.document) for s in sentences] == [
+        ("a", 1),
+        ("b", 1),
+        ("c", 2),
+        ("d", 2),
+        ("e", 2),
+        ("f", 3),
+    ]
+    assert [p.document for p in split_sentence(sentences[4], [0])] == [2, 2]  # pieces keep their document
+    other = [Sentence(["g"], source="other.txt", document=2)]  # same document number, another file
+    everything = [*sentences, *other]
+    link_neighbours(everything, 2)
+
+    def words(side):
+        return [t[0] for t in side]
+
+    seen = {s.tokens[0]: (words(s.neighbours.before), words(s.neighbours.after)) for s in everything}
+    assert seen == {
+        "a": ([], ["b"]),
+        "b": (["a"], []),
+        "c": ([], ["d", "e"]),
+        "d": (["c"], ["e"]),
+        "e": (["c", "d"], []),
+        "f": ([], []),
+        "g": ([], []),
+    }
+    plain = [Sentence([str(i)]) for i in range(3)]  # no breaks: one document
+    link_neighbours(plain, 5)
+    assert words(plain[1].neighbours.before) == ["0"] and words(plain[1].neighbours.after) == ["2"]
+
+
 def ctx_context_config(path):
     raw = ctx_config(path).model_dump(mode="json")
     raw["model"]["embedder"]["features"]["ctx"]["context"] = 16
@@ -302,6 +344,10 @@ def test_a_tagger_with_context_trains_saves_loads_and_batch_size_changes_nothing
     assert tagger.predict_tags(sentences, batch_size=1) == together  # the context is the list's, not the batch's
     tagger.predict_tags(sentences[5:6])
     assert sentences[5].neighbours.before == ()  # each call links the sentences it is given
+    for s in sentences[10:]:
+        s.document = 1  # as if a -DOCSTART- line came before sentence 10
+    apart = tagger.predict_tags(sentences[:10]) + tagger.predict_tags(sentences[10:])
+    assert tagger.predict_tags(sentences) == apart  # each document is tagged as if alone
 
 
 def test_requests_merged_into_one_batch_keep_their_own_context(tmp_path_factory):

@@ -70,20 +70,29 @@ def numbered_lines(path: PathLike | IO[bytes], encoding: str, source: str | None
 def iter_column_blocks(
     numbered: Iterable[tuple[int, str]], path: PathLike, stats: dict | None = None, width: int | None = None
 ) -> Iterator[list[Row]]:
-    """Split numbered lines of a column file into sentences, lazily: blocks of (line, fields).
+    """Split numbered lines of a column file into sentences, lazily: blocks of (line, fields); see
+    :func:`iter_documented_blocks`."""
+    return (block for _, block in iter_documented_blocks(numbered, path, stats, width))
+
+
+def iter_documented_blocks(
+    numbered: Iterable[tuple[int, str]], path: PathLike, stats: dict | None = None, width: int | None = None
+) -> Iterator[tuple[int, list[Row]]]:
+    """Split numbered lines of a column file into sentences, lazily: (document, block of (line, fields)), where
+    ``document`` counts the ``-DOCSTART-`` lines before the block.
 
     Checks that every token line has ``width`` fields (those of most lines, when a format guess counted
     them), by default as many as the file's first token line. Counts the empty sentences (extra blank
     lines) skipped in ``stats["empty_skipped"]`` and logs them at the end."""
     block: list[Row] = []
     known = "as on most lines" if width else "as on the first line"
-    empty = 0
+    empty = document = 0
     after_break = True  # at file start or right after a -DOCSTART- line
     for number, text in numbered:
         stripped = text.strip(BLANK)
         if not stripped:
             if block:
-                yield block
+                yield document, block
                 block = []
             elif not after_break:
                 empty += 1
@@ -92,8 +101,9 @@ def iter_column_blocks(
         fields = FIELD_SEP.split(stripped)
         if fields[0] == DOCSTART:
             if block:
-                yield block
+                yield document, block
                 block = []
+            document += 1
             after_break = True
             continue
         if width is None:
@@ -103,7 +113,7 @@ def iter_column_blocks(
         block.append((number, fields))
         after_break = False
     if block:
-        yield block
+        yield document, block
     if empty:
         logger.warning("%s: skipped %d empty sentence(s) (consecutive blank lines)", path, empty)
     if stats is not None:
@@ -147,7 +157,9 @@ def read_conll(
     ``strip_seg_digit`` removes the segmentation digit that Weibo NER appends to each character.
     ``stats``, when given, receives ``"empty_skipped"``: the number of empty sentences skipped.
     """
-    blocks = read_column_blocks(path, encoding, stats)
+    blocks = list(iter_documented_blocks(numbered_lines(path, encoding), path, stats))
+    if not blocks:
+        raise SeqlabError("no sentences found (empty file?)", path=path)
     return list(_blocks_to_sentences(blocks, path, token_column, label_column, strip_seg_digit))
 
 
@@ -161,15 +173,19 @@ def iter_conll(
     """Sentences of a column file from numbered lines, lazily (bulk tagging: constant memory); ``width``: the
     columns every line must have (default: those of the first line)."""
     return _blocks_to_sentences(
-        iter_column_blocks(numbered, source, width=width), source, token_column, label_column, False
+        iter_documented_blocks(numbered, source, width=width), source, token_column, label_column, False
     )
 
 
 def _blocks_to_sentences(
-    blocks: Iterable[list[Row]], path: PathLike, token_column: int, label_column: int | None, strip_seg_digit: bool
+    blocks: Iterable[tuple[int, list[Row]]],
+    path: PathLike,
+    token_column: int,
+    label_column: int | None,
+    strip_seg_digit: bool,
 ) -> Iterator[Sentence]:
     token_at = label_at = others = None
-    for block in blocks:
+    for document, block in blocks:
         if token_at is None:  # the first block fixes the columns
             first_line, first_fields = block[0]
             width = len(first_fields)
@@ -179,18 +195,24 @@ def _blocks_to_sentences(
                 if label_at == token_at:
                     raise SeqlabError(f"label_column {label_column} is the token column", path=path, line=first_line)
             others = [i for i in range(width) if i not in (token_at, label_at)]
-        yield _block_to_sentence(block, token_at, label_at, others, path, strip_seg_digit)
+        yield _block_to_sentence(block, document, token_at, label_at, others, path, strip_seg_digit)
 
 
 def _block_to_sentence(
-    block: list[Row], token_at: int, label_at: int | None, others: list[int], path: PathLike, strip: bool
+    block: list[Row],
+    document: int,
+    token_at: int,
+    label_at: int | None,
+    others: list[int],
+    path: PathLike,
+    strip: bool,
 ) -> Sentence:
     tokens = [fields[token_at] for _, fields in block]
     if strip:
         tokens = [_strip_seg_digit(tok, path, number) for tok, (number, _) in zip(tokens, block)]
     labels = None if label_at is None else [fields[label_at] for _, fields in block]
     columns = [[fields[i] for i in others] for _, fields in block]
-    return Sentence(tokens, labels, source=str(path), line=block[0][0], extra={"columns": columns})
+    return Sentence(tokens, labels, source=str(path), line=block[0][0], extra={"columns": columns}, document=document)
 
 
 def read_bmes(

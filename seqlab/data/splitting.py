@@ -48,7 +48,10 @@ def split_sentence(sentence: Sentence, cuts: Sequence[int]) -> list[Sentence]:
     for a, b in zip(bounds, bounds[1:]):
         labels = None if sentence.labels is None else sentence.labels[a:b]
         extra = {k: v[a:b] for k, v in sentence.extra.items()}
-        out.append(Sentence(sentence.tokens[a:b], labels, sentence.source, sentence.line + a, extra))
+        piece = Sentence(
+            sentence.tokens[a:b], labels, sentence.source, sentence.line + a, extra, document=sentence.document
+        )
+        out.append(piece)
     return out
 
 
