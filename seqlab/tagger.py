@@ -117,6 +117,11 @@ class Tagger:
         featurizer reads across sentences (a transformer with ``context``); otherwise nothing."""
         link_neighbours(sentences, max((f.neighbours() for f in self.featurizers.values()), default=0))
 
+    def columns(self) -> dict[str, int]:
+        """The features that read columns of the input besides token and label, and how many each needs
+        (:meth:`Featurizer.columns`): such a tagger tags column files only, never raw text."""
+        return {name: n for name, f in self.featurizers.items() if (n := f.columns())}
+
     def _tag_ids(self, s: Sentence) -> np.ndarray:
         return encoding.tag_ids(s, self.to_train_scheme(s.labels), self.tags.stoi)
 

@@ -119,6 +119,17 @@ def test_the_cli_refuses_raw_text_with_exit_code_2(trained, tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_the_server_refuses_to_start_since_requests_carry_tokens_only(trained):
+    pytest.importorskip("fastapi", reason="the server needs seqlab[serve] (installed by make test)")
+    from seqlab.serving.app import create_app
+
+    _, run, _ = trained
+    tagger = Tagger.load(run / "model")
+    assert tagger.columns() == {"pos": 1}
+    with pytest.raises(SeqlabError, match="feature 'pos' reads 1 column of the input besides the token"):
+        create_app(tagger)
+
+
 def test_a_vocabulary_without_its_specials_is_refused(trained, tmp_path):
     import shutil
 

@@ -101,6 +101,11 @@ class Featurizer(ABC):
         by whoever holds the sentences in order: the trainer, :func:`seqlab.tagging.inference.run`); 0: none."""
         return 0
 
+    def columns(self) -> int:
+        """How many columns besides token and label each token must bring (``Sentence.extra["columns"]``) for
+        :meth:`encode`: a column file's, never raw text's; 0: none."""
+        return 0
+
     def size(self, encoded: Any) -> int | None:
         """A length of this feature's own for batch budgets (lattice length), or None."""
         return None

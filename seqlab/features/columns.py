@@ -74,6 +74,9 @@ class ColumnFeaturizer(VocabFeaturizer):
             )
         return [row[k] for row in columns]
 
+    def columns(self) -> int:
+        return self.config.column + 1
+
     def fit(self, train: Sequence[Sentence], other: Sequence[Sentence], seed: int) -> None:
         ranked = Vocab.from_counts(Counter(v for s in train for v in self.values(s)), self.config.min_count)
         self.set_vocab(Vocab(ranked.itos[2 : 2 + self.config.max_values]))  # the most frequent, ties by value

@@ -215,6 +215,12 @@ def create_app(tagger: Tagger, limits: Limits = Limits(), max_batch: int = 64, m
         from fastapi.responses import HTMLResponse, JSONResponse
     except ImportError:  # pragma: no cover - optional dependency
         raise SeqlabError("serving needs FastAPI: pip install 'seqlab[serve]'") from None
+    if needs := tagger.columns():
+        name, n = next(iter(needs.items()))
+        raise SeqlabError(
+            f"this model's feature '{name}' reads {n} column{'s' if n > 1 else ''} of the input besides the token, "
+            "and requests carry tokens only: tag column files with `seqlab predict` instead"
+        )
     app = FastAPI(title="seqlab", version=tagger.info()["seqlab_version"])
 
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
