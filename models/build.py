@@ -4,7 +4,8 @@
     python models/build.py package NAME RUN_DIR [--data-root ...]    # package a finished run (results.json in it)
     python models/build.py list                                      # the names and their recipes
 
-Each model is trained by ``seqlab train CONFIG --budget B`` into ``runs/models/NAME`` (checkpointed: a killed
+Each model is trained by ``seqlab train CONFIG --budget B`` (or by its config's epochs, for a recipe without a
+budget) into ``runs/models/NAME`` (checkpointed: a killed
 build continues with the same command), then its ``model/`` folder is copied to ``models/NAME/`` with a model card:
 ``card.json`` (read by ``seqlab models``) and ``card.md``, swapped in whole (a killed or refused ``package`` leaves
 the previous model as it was). A recipe with ``weights_dtype="float16"`` stores the weights in half precision (half
@@ -53,7 +54,7 @@ class Recipe:
     """How one named model is made, and what its card says."""
 
     config: str
-    budget: str
+    budget: str | None  # None: the config's own max_epochs and patience end the run
     language: str
     task: str
     description: str
@@ -64,6 +65,11 @@ class Recipe:
     overrides: tuple[str, ...] = field(default=())
     weights_dtype: str = "float32"  # float16: packaged in half precision, if no test tag changes
     float16_tensors: tuple[str, ...] | None = None  # with float16: the tensors stored so (None: every float32 one)
+
+    def train_args(self) -> list[str]:
+        """What ``seqlab train CONFIG`` is given besides the output folder: the budget and the overrides."""
+        budget = ["--budget", self.budget] if self.budget else []
+        return budget + [arg for override in self.overrides for arg in ("--set", override)]
 
 
 RECIPES = {
@@ -146,14 +152,11 @@ def train(name: str, data_root: str) -> Path:
         str(ROOT / recipe.config),
         "--out",
         str(run),
-        "--budget",
-        recipe.budget,
         "--data-root",
         data_root,
         "--resume",
+        *recipe.train_args(),
     ]
-    for override in recipe.overrides:
-        command += ["--set", override]
     subprocess.run(command, check=True)
     return run
 
@@ -240,9 +243,7 @@ def package(name: str, run: Path, data_root: str | Path = DATA_ROOT) -> Path:
     recipe = RECIPES[name]
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
     target = MODELS / name
-    command = f"seqlab train {recipe.config} --budget {recipe.budget}" + "".join(
-        f" --set {o}" for o in recipe.overrides
-    )
+    command = " ".join(["seqlab", "train", recipe.config, *recipe.train_args()])
 
     def fill(tmp: Path) -> None:
         check = None
@@ -363,8 +364,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "list":
         for name, recipe in RECIPES.items():
-            overrides = " ".join(recipe.overrides)
-            print(f"{name}: {recipe.config} --budget {recipe.budget} {overrides} ({recipe.weights_dtype} weights)")
+            print(f"{name}: {' '.join([recipe.config, *recipe.train_args()])} ({recipe.weights_dtype} weights)")
         return
     try:
         if args.command == "package":

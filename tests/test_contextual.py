@@ -330,11 +330,17 @@ def ctx_context_config(path):
     return config_from_dict(raw)
 
 
-def test_a_tagger_with_context_trains_saves_loads_and_batch_size_changes_nothing(tmp_path_factory, tmp_path):
+@pytest.fixture(scope="module")
+def context_run(tmp_path_factory):
+    """(corpus, run folder, result) of a tiny tagger whose transformer reads 16 sub-words around each sentence."""
+    return train_tiny(tmp_path_factory, "ctx-context", ctx_context_config)
+
+
+def test_a_tagger_with_context_trains_saves_loads_and_batch_size_changes_nothing(context_run, tmp_path):
     from seqlab import Tagger
     from seqlab.data.readers import read_conll
 
-    path, run_dir, result = train_tiny(tmp_path_factory, "ctx-context", ctx_context_config)
+    path, run_dir, result = context_run
     assert result.dev["f1"] > 80.0
     assert_save_load_identical(run_dir / "model", path, tmp_path)  # batch 1 against whole batches included
     tagger = Tagger.load(run_dir / "model")
@@ -350,13 +356,13 @@ def test_a_tagger_with_context_trains_saves_loads_and_batch_size_changes_nothing
     assert tagger.predict_tags(sentences) == apart  # each document is tagged as if alone
 
 
-def test_requests_merged_into_one_batch_keep_their_own_context(tmp_path_factory):
+def test_requests_merged_into_one_batch_keep_their_own_context(context_run):
     """What the server does with a micro-batch: each request linked alone, then all tagged in one call with
     ``link=False``: each request's tags are those it gets alone, with its own sentences as context."""
     from seqlab import Tagger
     from seqlab.data.readers import read_conll
 
-    path, run_dir, _ = train_tiny(tmp_path_factory, "ctx-requests", ctx_context_config)
+    path, run_dir, _ = context_run
     tagger = Tagger.load(run_dir / "model")
     first, second = read_conll(path, label_column=None)[:4], read_conll(path, label_column=None)[4:9]
     alone = [p.tags for group in (first, second) for p in tagger.predict(group)]
@@ -365,3 +371,31 @@ def test_requests_merged_into_one_batch_keep_their_own_context(tmp_path_factory)
     merged = tagger.predict([*first, *second], link=False)
     assert [p.tags for p in merged] == alone
     assert first[-1].neighbours.after == () and second[0].neighbours.before == ()
+
+
+TEXTS = ["Confidence in the pound is widely expected", "to take another sharp dive", "if trade figures", "fail"]
+
+
+def test_the_spacy_component_tags_each_doc_alone(context_run):
+    """Docs piped together are not each other's context: each doc's confidences are those it gets alone."""
+    spacy = pytest.importorskip("spacy", reason="spaCy is not installed (pip install 'seqlab[spacy]')")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("seqlab", config={"model": str(context_run[1] / "model"), "mode": "tags"})
+    piped = [t._.seqlab_confidence for doc in nlp.pipe(TEXTS, batch_size=4) for t in doc]
+    alone = [t._.seqlab_confidence for text in TEXTS for t in nlp(text)]
+    assert piped == pytest.approx(alone, abs=1e-6)
+
+
+def test_the_ray_predictor_tags_each_row_alone(context_run):
+    """A batch's rows are not one document: each row's confidences are those it gets in a batch of its own."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'seqlab[ray]')")
+    import numpy as np
+
+    from seqlab.integrations.ray import SeqlabPredictor
+
+    predictor = SeqlabPredictor(context_run[1] / "model", column="text", confidence=True)
+    together = predictor({"text": np.array(TEXTS, dtype=object)})
+    alone = [predictor({"text": np.array([text], dtype=object)}) for text in TEXTS]
+    assert [list(t) for t in together["tags"]] == [list(a["tags"][0]) for a in alone]
+    scores = [s["confidence"] for spans in together["spans"] for s in spans]
+    assert scores == pytest.approx([s["confidence"] for a in alone for s in a["spans"][0]], abs=1e-6)

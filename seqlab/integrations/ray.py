@@ -74,7 +74,9 @@ class SeqlabPredictor:
             )
         column = self._input_column(list(batch.keys()))
         inputs = [_sentence(row, column, i) for i, row in enumerate(batch[column])]
-        preds = self.tagger.predict(inputs, self.batch_size, max_length=self.max_length, confidence=self.confidence)
+        preds = self.tagger.predict(  # each row alone (link=False): a batch's rows are not one document
+            inputs, self.batch_size, max_length=self.max_length, confidence=self.confidence, link=False
+        )
         added = {"tags": [list(p.tags) for p in preds], "spans": [[self._span(s) for s in p.spans] for p in preds]}
         if not any(isinstance(x, str) for x in inputs):  # token lists go back as lists of str (NumPy arrays of
             added[column] = inputs  # objects would be stored pickled)

@@ -123,7 +123,9 @@ class SeqlabComponent:
 
     def _tag(self, docs: list[Doc]) -> None:
         built = [self._sentence(doc) for doc in docs]
-        preds = self.tagger.predict([s for s, _ in built], self.batch_size, max_length=self.max_length, confidence=True)
+        preds = self.tagger.predict(  # each doc alone (link=False): never another doc of the batch as its context
+            [s for s, _ in built], self.batch_size, max_length=self.max_length, confidence=True, link=False
+        )
         for doc, (_, offsets), pred in zip(docs, built, preds):
             if self.mode == "tags":
                 self._set_tags(doc, offsets, pred)
