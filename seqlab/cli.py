@@ -490,7 +490,8 @@ def cmd_predict(args) -> None:
     """Tags a file or stdin of any size in constant memory: sentences are read lazily and tagged and
     written chunk by chunk (``--chunk`` sentences), in input order; with ``--workers N`` the chunks are
     tagged in N processes (:mod:`seqlab.serving.parallel`), the output unchanged."""
-    from seqlab.data.readers import chunked, iter_conll, iter_raw, numbered_lines
+    from seqlab.data.readers import iter_conll, iter_raw, numbered_lines
+    from seqlab.data.sentence import linked_chunks
     from seqlab.runtime.heap import freeze_loaded
     from seqlab.serving.parallel import PredictOptions, render_chunk, tag_in_processes
     from seqlab.tagger import Tagger
@@ -547,11 +548,12 @@ def cmd_predict(args) -> None:
         )
     chars = tagger.config.data.format == "bmes"
     sentences = iter_conll(numbered, source, width=width) if fmt == "conll" else iter_raw(numbered, source, chars)
-    options = PredictOptions(args.output_format, args.batch_size, args.nbest, args.explain, args.max_length)
+    options = PredictOptions(args.output_format, args.batch_size, args.nbest, args.explain, args.max_length, True)
+    chunks = linked_chunks(sentences, args.chunk, tagger.neighbours())  # the same context for any --chunk
     if args.workers > 1:
         tagged = tag_in_processes(
             args.model,
-            chunked(sentences, args.chunk),
+            chunks,
             options,
             args.workers,
             sys.stdout.write,
@@ -561,7 +563,7 @@ def cmd_predict(args) -> None:
         )
     else:
         tagged = 0
-        for chunk in chunked(sentences, args.chunk):
+        for chunk in chunks:
             tagged += len(chunk)
             sys.stdout.write(render_chunk(tagger, chunk, options))
     if not tagged:

@@ -112,10 +112,15 @@ class Tagger:
         """Each sentence through every featurizer (and its gold tags to ids when ``with_tags``)."""
         return encoding.encode(self.featurizers, sentences, self._tag_ids if with_tags else None)
 
+    def neighbours(self) -> int:
+        """How many sentences on each side of a sentence its features read (a transformer with ``context``); 0:
+        none, each sentence is tagged alone."""
+        return max((f.neighbours() for f in self.featurizers.values()), default=0)
+
     def link(self, sentences: Sequence[Sentence]) -> None:
         """Link ``sentences``, given together and in order, to their neighbours (:func:`link_neighbours`) where a
         featurizer reads across sentences (a transformer with ``context``); otherwise nothing."""
-        link_neighbours(sentences, max((f.neighbours() for f in self.featurizers.values()), default=0))
+        link_neighbours(sentences, self.neighbours())
 
     def columns(self) -> dict[str, int]:
         """The features that read columns of the input besides token and label, and how many each needs
@@ -152,9 +157,11 @@ class Tagger:
         batch_size: int | None = None,
         ablate: Collection[str] = (),
         max_length: int | None = None,
+        link: bool = True,
     ) -> list[list[str]]:
-        """Predicted labels in the input's tag scheme."""
-        return [self._labels(r) for r in run_capped(self, sentences, max_length, batch_size, ablate=ablate)]
+        """Predicted labels in the input's tag scheme; ``link`` as for :meth:`predict`."""
+        rows = run_capped(self, sentences, max_length, batch_size, ablate=ablate, link=link)
+        return [self._labels(r) for r in rows]
 
     def _labels(self, row: Row) -> list[str]:
         """A row's tags in the input's scheme (converted with its batch where it was tagged whole)."""

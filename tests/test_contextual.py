@@ -324,6 +324,44 @@ def test_neighbours_stay_in_their_document_and_file(tmp_path):
     assert words(plain[1].neighbours.before) == ["0"] and words(plain[1].neighbours.after) == ["2"]
 
 
+@pytest.mark.parametrize("k", [0, 1, 3])
+@pytest.mark.parametrize("size", [1, 2, 5, 100])
+def test_linked_chunks_link_as_the_whole_stream_does(size, k):
+    """Chunks of any size give each sentence the neighbours that linking the whole list gives (document breaks
+    included), and a sentence is not changed after its chunk is yielded."""
+    from seqlab.data.sentence import link_neighbours, linked_chunks
+
+    def stream():
+        return [Sentence([str(i)], document=int(i >= 7)) for i in range(12)]
+
+    whole = stream()
+    link_neighbours(whole, k)
+    seen, chunks = [], []
+    for chunk in linked_chunks(iter(stream()), size, k):
+        chunks.append(len(chunk))
+        seen += [(s, s.neighbours) for s in chunk]  # as yielded
+    assert chunks == [min(size, 12 - i) for i in range(0, 12, size)]
+    assert [s.tokens for s, _ in seen] == [s.tokens for s in whole]
+    assert all(s.neighbours is n for s, n in seen)  # left as they were yielded
+    assert [n for _, n in seen] == [s.neighbours for s in whole]
+
+
+def test_predict_output_does_not_depend_on_chunk_or_workers(context_run, tmp_path):
+    """`seqlab predict` reads a context model's input in chunks (and workers): the sentences around each are
+    those of the whole file, so the output is the same bytes for any --chunk and --workers."""
+    import subprocess
+    import sys
+
+    path, run_dir, _ = context_run
+    outputs = set()
+    for extra in (["--chunk", "1000"], ["--chunk", "3"], ["--chunk", "1"], ["--chunk", "4", "--workers", "2"]):
+        command = [sys.executable, "-m", "seqlab", "-q", "predict", str(run_dir / "model"), str(path), *extra]
+        done = subprocess.run(command, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        outputs.add(done.stdout)
+    assert len(outputs) == 1 and outputs.pop().count("\n\n") == 20
+
+
 def ctx_context_config(path):
     raw = ctx_config(path).model_dump(mode="json")
     raw["model"]["embedder"]["features"]["ctx"]["context"] = 16

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from seqlab.data.schemes import SCHEMES, detect_scheme, get_spans, normalize_scheme, spans_to_tags, split_tag
-from seqlab.data.sentence import Sentence
+from seqlab.data.sentence import Sentence, linked_chunks
 from seqlab.data.tokenization import TOKENIZERS, Offsets, tokenize
 from seqlab.errors import SeqlabError
 
@@ -842,7 +842,7 @@ def predict_annotations(
     nothing for the chars tokenizer, as ``convert`` does) chunk by chunk, and writes each record with its
     predicted spans (character offsets into its text, and their confidences). ``nbest`` and ``explain`` go to the
     jsonl output (conll output becomes jsonl with them, as without records). Returns the records tagged."""
-    from seqlab.data.readers import chunked, numbered_lines, write_conll
+    from seqlab.data.readers import numbered_lines, write_conll
     from seqlab.data.tokenization import model_tokenizer
 
     write = write or sys.stdout.write
@@ -877,11 +877,13 @@ def predict_annotations(
     writer = RecordWriter(_Sink(write), array=True) if output_format == "labelstudio" else None
     version = f"seqlab {model_name}" if model_name else "seqlab"
     count = 0
-    for part in chunked(sentences, chunk):
+    for part in linked_chunks(sentences, chunk, tagger.neighbours()):  # the same context for any --chunk
         count += len(part)
         # the input records aside: a sentence split for --max-length has its extra values sliced
         kept = [(s.extra.pop("record", None), s.extra.pop("flavour", None)) for s in part]
-        preds = tagger.predict(part, batch_size, nbest=nbest, explain=explain, max_length=max_length, confidence=True)
+        preds = tagger.predict(
+            part, batch_size, nbest=nbest, explain=explain, max_length=max_length, confidence=True, link=False
+        )
         if output_format == "conll":
             import io as _io
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 
@@ -37,9 +38,10 @@ class Sentence:
         return len(self.tokens)
 
 
-def link_neighbours(sentences: Sequence[Sentence], k: int) -> None:
+def link_neighbours(sentences: Sequence[Sentence], k: int, targets: range | None = None) -> None:
     """Give each sentence the tokens of the ``k`` sentences on each side of it in ``sentences`` (references to
     their token lists, not copies), replacing any it had; ``k == 0`` leaves the sentences as they are.
+    ``targets``: link only the sentences at these indices (the others are context only, left as they are).
 
     Neighbours come from the same document only: the run of consecutive sentences with the same ``source``
     and ``document``."""
@@ -47,11 +49,28 @@ def link_neighbours(sentences: Sequence[Sentence], k: int) -> None:
         return
     tokens = [s.tokens for s in sentences]
     keys = [(s.source, s.document) for s in sentences]
-    start = 0  # where the current sentence's document starts in ``sentences``
-    for i, s in enumerate(sentences):
-        if i and keys[i] != keys[i - 1]:
-            start = i
-        end = i + 1  # where its document ends, looking at most k sentences ahead
+    for i in range(len(sentences)) if targets is None else targets:
+        start = i  # where the sentence's document starts, looking at most k sentences back
+        while start > max(0, i - k) and keys[start - 1] == keys[i]:
+            start -= 1
+        end = i + 1  # where it ends, looking at most k sentences ahead
         while end < min(len(sentences), i + 1 + k) and keys[end] == keys[i]:
             end += 1
-        s.neighbours = Neighbours(tuple(tokens[max(start, i - k) : i]), tuple(tokens[i + 1 : end]))
+        sentences[i].neighbours = Neighbours(tuple(tokens[start:i]), tuple(tokens[i + 1 : end]))
+
+
+def linked_chunks(sentences: Iterable[Sentence], size: int, k: int) -> Iterator[list[Sentence]]:
+    """Lists of ``size`` consecutive sentences (the last one shorter), read lazily, each sentence linked to the
+    ``k`` sentences on each side of it in the whole stream (as :func:`link_neighbours` over all of them would;
+    ``k`` sentences are read ahead), so that what a chunk's sentences read does not depend on ``size``. A
+    sentence is never changed after its chunk is yielded."""
+    it = iter(sentences)
+    before: list[Sentence] = []  # the last k sentences of the chunks yielded
+    buffer = list(itertools.islice(it, size + k))  # the next chunk and the k sentences after it
+    while buffer:
+        part = buffer[:size]
+        link_neighbours(before + buffer, k, range(len(before), len(before) + len(part)))
+        yield part
+        before = (before + part)[-k:] if k else []
+        ahead = buffer[size:]
+        buffer = ahead + list(itertools.islice(it, size + k - len(ahead)))

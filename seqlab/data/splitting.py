@@ -51,6 +51,7 @@ def split_sentence(sentence: Sentence, cuts: Sequence[int]) -> list[Sentence]:
         piece = Sentence(
             sentence.tokens[a:b], labels, sentence.source, sentence.line + a, extra, document=sentence.document
         )
+        piece.neighbours = sentence.neighbours  # each piece reads the whole sentence's context
         out.append(piece)
     return out
 

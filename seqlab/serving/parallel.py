@@ -44,6 +44,7 @@ class PredictOptions:
     nbest: int | None = None  # also the k best tag sequences (forces jsonl, as --explain does)
     explain: bool = False  # attention weights and fusion gates
     max_length: int | None = None  # longer sentences are tagged in pieces
+    linked: bool = False  # the chunks come linked to their neighbours (linked_chunks): tagged as they are
 
 
 def render_chunk(tagger, sentences: list[Sentence], options: PredictOptions) -> str:
@@ -51,7 +52,10 @@ def render_chunk(tagger, sentences: list[Sentence], options: PredictOptions) -> 
     when the output format is jsonl or n-best lists or explanations are asked for."""
     if options.output_format == "conll" and not (options.nbest or options.explain):
         out = io.StringIO()
-        write_conll(sentences, tagger.predict_tags(sentences, options.batch_size, max_length=options.max_length), out)
+        tags = tagger.predict_tags(
+            sentences, options.batch_size, max_length=options.max_length, link=not options.linked
+        )
+        write_conll(sentences, tags, out)
         return out.getvalue()
     preds = tagger.predict(
         sentences,
@@ -60,6 +64,7 @@ def render_chunk(tagger, sentences: list[Sentence], options: PredictOptions) -> 
         explain=options.explain,
         max_length=options.max_length,
         confidence=True,
+        link=not options.linked,
     )
     return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in preds)
 
