@@ -122,7 +122,12 @@ def iter_documented_blocks(
 
 def read_column_blocks(path: PathLike, encoding: str = "utf-8", stats: dict | None = None) -> list[list[Row]]:
     """All sentences of a column file as blocks of (line, fields); see :func:`iter_column_blocks`."""
-    blocks = list(iter_column_blocks(numbered_lines(path, encoding), path, stats))
+    return [block for _, block in _read_documented_blocks(path, encoding, stats)]
+
+
+def _read_documented_blocks(path: PathLike, encoding: str, stats: dict | None) -> list[tuple[int, list[Row]]]:
+    """All (document, block) of a column file (:func:`iter_documented_blocks`); none is an error."""
+    blocks = list(iter_documented_blocks(numbered_lines(path, encoding), path, stats))
     if not blocks:
         raise SeqlabError("no sentences found (empty file?)", path=path)
     return blocks
@@ -157,9 +162,7 @@ def read_conll(
     ``strip_seg_digit`` removes the segmentation digit that Weibo NER appends to each character.
     ``stats``, when given, receives ``"empty_skipped"``: the number of empty sentences skipped.
     """
-    blocks = list(iter_documented_blocks(numbered_lines(path, encoding), path, stats))
-    if not blocks:
-        raise SeqlabError("no sentences found (empty file?)", path=path)
+    blocks = _read_documented_blocks(path, encoding, stats)
     return list(_blocks_to_sentences(blocks, path, token_column, label_column, strip_seg_digit))
 
 
