@@ -346,6 +346,51 @@ def test_linked_chunks_link_as_the_whole_stream_does(size, k):
     assert [n for _, n in seen] == [s.neighbours for s in whole]
 
 
+@pytest.mark.parametrize("k", [0, 2])
+def test_an_error_while_reading_ahead_comes_after_the_whole_chunks_before_it(k):
+    """A bad line read ahead for a chunk's context does not hold back that chunk: the whole chunks before the
+    error are yielded (as without context), linked as if the stream ended at the error, then the error."""
+    from seqlab.data.sentence import link_neighbours, linked_chunks
+
+    def stream():
+        yield from (Sentence([str(i)]) for i in range(7))
+        raise SeqlabError("bad line", path="f.txt", line=99)
+
+    seen = []
+    with pytest.raises(SeqlabError, match="f.txt:99"):
+        for chunk in linked_chunks(stream(), 3, k):
+            seen.append([(s.tokens, s.neighbours) for s in chunk])
+    first = [Sentence([str(i)]) for i in range(7)]
+    link_neighbours(first, k)
+    assert seen == [[(s.tokens, s.neighbours) for s in first[i : i + 3]] for i in (0, 3)]  # sentence 6 is not
+
+
+def test_predict_writes_a_bad_files_whole_chunks_before_its_error_and_document_breaks_back(context_run, tmp_path):
+    """With a context model (it reads sentences ahead), `seqlab predict` still writes the chunks before a bad
+    line, then the one-line error; and the -DOCSTART- lines come back where they were, so that the output reads
+    as the same documents."""
+    from seqlab.data.readers import read_conll
+
+    path, run_dir, _ = context_run
+    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    docstart = "-DOCSTART- " + " ".join(["-X-"] * (len(blocks[0].splitlines()[0].split()) - 1))
+    good = tmp_path / "good.txt"
+    good.write_text("\n\n".join([docstart, *blocks[:10], docstart, *blocks[10:]]) + "\n", encoding="utf-8")
+    bad = tmp_path / "bad.txt"
+    bad.write_text(good.read_text(encoding="utf-8") + "\nword\n", encoding="utf-8")  # one column: a bad line
+    model = str(run_dir / "model")
+    whole = run("predict", model, good, "--chunk", "4")
+    assert whole.returncode == 0, whole.stderr
+    broken = run("predict", model, bad, "--chunk", "4")
+    assert_user_error(broken, "bad.txt:", "columns")
+    assert broken.stdout == whole.stdout  # 20 sentences: 5 whole chunks, all written
+    out = tmp_path / "out.txt"
+    out.write_text(whole.stdout, encoding="utf-8")
+    back = read_conll(out)
+    assert [(s.tokens, s.document) for s in back] == [(s.tokens, s.document) for s in read_conll(good)]
+    assert whole.stdout.count("-DOCSTART-") == 2 and [s.document for s in back][9:11] == [1, 2]
+
+
 def test_predict_output_does_not_depend_on_chunk_or_workers(context_run, tmp_path):
     """`seqlab predict` reads a context model's input in chunks (and workers): the sentences around each are
     those of the whole file, so the output is the same bytes for any --chunk and --workers."""

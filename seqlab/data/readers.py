@@ -188,6 +188,7 @@ def _blocks_to_sentences(
     strip_seg_digit: bool,
 ) -> Iterator[Sentence]:
     token_at = label_at = others = None
+    previous = 0  # the document of the sentence before
     for document, block in blocks:
         if token_at is None:  # the first block fixes the columns
             first_line, first_fields = block[0]
@@ -198,7 +199,9 @@ def _blocks_to_sentences(
                 if label_at == token_at:
                     raise SeqlabError(f"label_column {label_column} is the token column", path=path, line=first_line)
             others = [i for i in range(width) if i not in (token_at, label_at)]
-        yield _block_to_sentence(block, document, token_at, label_at, others, path, strip_seg_digit)
+        sentence = _block_to_sentence(block, document, token_at, label_at, others, path, strip_seg_digit)
+        sentence.breaks, previous = document - previous, document
+        yield sentence
 
 
 def _block_to_sentence(
@@ -254,7 +257,9 @@ def iter_raw(numbered: Iterable[tuple[int, str]], source: str, chars: bool = Fal
 
 
 def _conll_lines(sentence: Sentence, prediction: Sequence[str]) -> list[str]:
-    """The output lines of one sentence: token, other columns, gold (if any), prediction."""
+    """The output lines of one sentence: token, other columns, gold (if any), prediction. The document breaks
+    just before it come first, each as CoNLL-2003 writes them (other columns ``-X-``, tags ``O``) and a blank
+    line: ``-DOCSTART- -X- -X- O O``."""
     if len(prediction) != len(sentence.tokens):
         raise ValueError(
             f"{sentence.source}:{sentence.line}: {len(sentence.tokens)} tokens but {len(prediction)} predicted tags"
@@ -262,6 +267,9 @@ def _conll_lines(sentence: Sentence, prediction: Sequence[str]) -> list[str]:
     columns = sentence.extra.get("columns") or [[] for _ in sentence.tokens]
     gold = sentence.labels if sentence.labels is not None else [None] * len(sentence.tokens)
     lines = []
+    if sentence.breaks:
+        docstart = [DOCSTART, *["-X-"] * len(columns[0])] + ["O"] * (1 + (sentence.labels is not None))
+        lines = [" ".join(docstart) + "\n"] * sentence.breaks
     for token, other, label, pred in zip(sentence.tokens, columns, gold, prediction):
         fields = [token, *other] + ([label] if label is not None else []) + [pred]
         lines.append(" ".join(fields))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+
+from seqlab.errors import SeqlabError
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Sentence:
     ``labels`` is None for unlabeled text. ``source`` and ``line`` locate the sentence's first token
     in its file (1-based) so that later errors can name it. ``document`` counts the document breaks
     (``-DOCSTART-`` lines) before it in its file: sentences read across sentences only within one document.
+    ``breaks`` counts those just before it (since the previous sentence), for writing them back.
     """
 
     tokens: list[str]
@@ -33,6 +35,7 @@ class Sentence:
     extra: dict = field(default_factory=dict)  # other columns, e.g. {"pos": [...]} kept for writing back
     neighbours: Neighbours | None = None  # set by link_neighbours when a feature reads across sentences
     document: int = 0
+    breaks: int = 0
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -63,14 +66,33 @@ def linked_chunks(sentences: Iterable[Sentence], size: int, k: int) -> Iterator[
     """Lists of ``size`` consecutive sentences (the last one shorter), read lazily, each sentence linked to the
     ``k`` sentences on each side of it in the whole stream (as :func:`link_neighbours` over all of them would;
     ``k`` sentences are read ahead), so that what a chunk's sentences read does not depend on ``size``. A
-    sentence is never changed after its chunk is yielded."""
+    sentence is never changed after its chunk is yielded.
+
+    An error that reading raises (a bad line) comes after the whole chunks read before it, as it would without
+    the read-ahead; their context ends where the error is."""
     it = iter(sentences)
+    error: SeqlabError | None = None
+
+    def read(n: int) -> list[Sentence]:
+        nonlocal error
+        out: list[Sentence] = []
+        while error is None and len(out) < n:
+            try:
+                out.append(next(it))
+            except StopIteration:
+                break
+            except SeqlabError as err:
+                error = err
+        return out
+
     before: list[Sentence] = []  # the last k sentences of the chunks yielded
-    buffer = list(itertools.islice(it, size + k))  # the next chunk and the k sentences after it
-    while buffer:
+    buffer = read(size + k)  # the next chunk and the k sentences after it
+    while buffer and (error is None or len(buffer) >= size):
         part = buffer[:size]
         link_neighbours(before + buffer, k, range(len(before), len(before) + len(part)))
         yield part
         before = (before + part)[-k:] if k else []
         ahead = buffer[size:]
-        buffer = ahead + list(itertools.islice(it, size + k - len(ahead)))
+        buffer = ahead + read(size + k - len(ahead))
+    if error is not None:
+        raise error

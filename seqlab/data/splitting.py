@@ -52,6 +52,7 @@ def split_sentence(sentence: Sentence, cuts: Sequence[int]) -> list[Sentence]:
             sentence.tokens[a:b], labels, sentence.source, sentence.line + a, extra, document=sentence.document
         )
         piece.neighbours = sentence.neighbours  # each piece reads the whole sentence's context
+        piece.breaks = sentence.breaks if a == 0 else 0
         out.append(piece)
     return out
 

@@ -116,16 +116,22 @@ def _load(spec: str, key: str):
     """(tokenizer, model) from a local folder; nothing is downloaded."""
     try:
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
     except ImportError:
         raise SeqlabError(
             "contextual features need transformers: pip install 'seqlab[transformers]'", key=key
         ) from None
     folder = resolve_model_folder(spec, key)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # its "Loading weights" bar on stderr, even under `seqlab -q`
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         model = AutoModel.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError) as err:
         raise SeqlabError(f"cannot load the model at {folder}: {str(err).splitlines()[0]}", key=key) from None
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     return tokenizer, model.eval()
 
 
