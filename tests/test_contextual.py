@@ -145,6 +145,34 @@ def test_training_memo_runs_each_window_once_and_changes_nothing(featurizers):
     assert not off.memo
 
 
+@pytest.mark.parametrize("setting,fast", [("bfloat16", False), ("auto", True), ("auto", False), ("float32", True)])
+def test_training_passes_run_the_transformer_as_train_precision_says_and_evaluation_in_float32(
+    setting, fast, monkeypatch
+):
+    """train_precision: bfloat16 (or auto where bfloat16 products are native) in training passes, states within
+    about 1% of float32's; evaluation passes exactly float32's whatever the setting."""
+    from seqlab.features import contextual
+
+    monkeypatch.setattr(contextual, "fast_bfloat16", lambda device: fast)
+    f = ContextualConfig(pooling="mean", train_precision=setting, cache_mb=0).build("ctx")
+    f.fit([], [], 1)
+    sentences = [Sentence(WORDS), Sentence("the pound fell sharply against the dollar".split())]
+    items = [Encoded(len(s.tokens), {"ctx": f.encode(s)}) for s in sentences]
+    batch = collate(items, [0, 1], {"ctx": f})
+    module = f.module()
+    exact = module.eval()(batch.features["ctx"], Context(batch.mask, batch.lengths))
+    reference = ContextualConfig(pooling="mean", cache_mb=0).build("ctx")
+    reference.fit([], [], 1)
+    assert torch.equal(exact, reference.module().eval()(batch.features["ctx"], Context(batch.mask, batch.lengths)))
+    trained = module.train()(batch.features["ctx"], Context(batch.mask, batch.lengths))
+    assert trained.dtype == torch.float32
+    if setting == "bfloat16" or (setting == "auto" and fast):
+        relative = ((trained - exact).norm() / exact.norm()).item()
+        assert 0 < relative < 0.03, relative
+    else:
+        assert torch.equal(trained, exact)
+
+
 def test_scoring_memo_runs_each_dev_window_once_while_the_trainer_keeps_it(featurizers):
     """remember_for_scoring(True), as the trainer sets it for its dev scoring: evaluation passes under
     inference mode run the transformer once per window and give what plain evaluation gives; the memo is

@@ -78,6 +78,13 @@ class ContextualConfig(FeatureConfig):
         description="sub-words of the sentences around each sentence (given together: a file, a call, a request) "
         "that the transformer also reads on each side, as a document's context; 0: the sentence alone",
     )
+    train_precision: Literal["float32", "bfloat16", "auto"] = Field(
+        "float32",
+        description="the transformer's arithmetic in training passes: bfloat16 runs it 2-3 times faster where "
+        "bfloat16 products are native (CPUs with AVX-512 or AMX, recent GPUs), its states within about 1%; auto: "
+        "bfloat16 there, float32 elsewhere. Evaluation and prediction always run in float32 (tags that do not "
+        "depend on the batch)",
+    )
     max_subwords: int = Field(
         512, gt=8, le=8192, description="windows of at most this many sub-words (the model's position limit)"
     )
@@ -135,22 +142,42 @@ def _load(spec: str, key: str):
     return tokenizer, model.eval()
 
 
+def fast_bfloat16(device: torch.device) -> bool:
+    """Whether bfloat16 matrix products are native on ``device``: a CUDA GPU that supports them, or a CPU that
+    oneDNN runs them on (AVX-512, AMX). Elsewhere they are emulated, slower than float32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        return torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a PyTorch without the query
+        return False
+
+
 class ContextualEmbedding(MemoizedModule):
     """Runs the frozen transformer and pools sub-words into words: (batch, seq_len, dim)."""
 
-    def __init__(self, model, layers: list[int], pooling: str, dim: int, cache_mb: int = 0):
+    def __init__(
+        self, model, layers: list[int], pooling: str, dim: int, cache_mb: int = 0, train_precision: str = "float32"
+    ):
         super().__init__(cache_mb)
         object.__setattr__(self, "transformer", model)  # not a submodule: never saved, trained or put in train mode
         self.layers, self.pooling, self.output_dim = layers, pooling, dim
+        self.train_precision = train_precision
+
+    def _bfloat16(self, device: torch.device) -> bool:
+        """Whether this pass runs the transformer in bfloat16: training passes only, as ``train_precision`` says."""
+        if not self.training or self.train_precision == "float32":
+            return False
+        return self.train_precision == "bfloat16" or fast_bfloat16(device)
 
     def _run(self, ids: Tensor, attention: Tensor) -> Tensor:
         """(windows, width) -> the mean of the chosen hidden layers, (windows, width, dim)."""
         model = self.transformer
         if next(model.parameters()).device != ids.device:
             model.to(ids.device)
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast(ids.device.type, torch.bfloat16, enabled=self._bfloat16(ids.device)):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
-            return torch.stack([out.hidden_states[i] for i in self.layers]).mean(0)
+            return torch.stack([out.hidden_states[i].float() for i in self.layers]).mean(0)
 
     def _own(self, ids: Tensor, attention: Tensor, left: Tensor) -> Tensor:
         """The states of each window's own sub-words moved to where a window without context has them: row w's
@@ -306,6 +333,7 @@ class ContextualFeaturizer(Featurizer):
 
     def module(self) -> ContextualEmbedding:
         self._ensure()
+        config = self.config
         return ContextualEmbedding(
-            self._model, list(self.config.layers), self.config.pooling, self.config.dim, self.config.cache_mb
+            self._model, list(config.layers), config.pooling, config.dim, config.cache_mb, config.train_precision
         )
