@@ -86,6 +86,23 @@ def models(tmp_path_factory) -> dict[str, Path]:
     return {kind: tiny_model(kind, root) for kind in (*KINDS, "bilstm")}
 
 
+def assert_same_predictions(got, want) -> None:
+    """The same tags, spans and every other field, and the same numbers to 1e-5 (relative): a batch cut into parts
+    runs through other matrix kernels, whose sums may round differently in the last bits (AVX-512 CPUs)."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys()
+        for key in want:
+            assert_same_predictions(got[key], want[key])
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want)
+        for a, b in zip(got, want):
+            assert_same_predictions(a, b)
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-300)
+    else:
+        assert got == want
+
+
 def text(kind: str, tokens: int) -> str:
     """A raw-text line of ``tokens`` tokens for a model of ``kind``."""
     if kind == "flat":
@@ -242,7 +259,7 @@ def test_batches_over_the_budget_run_in_parts_with_the_same_predictions(models, 
     tagger.memory_budget = 2 * 3 * (cost.batch(1, longest) + cost.kept(longest))  # 3 of the longest per part
     with torch_threads(2):
         after = [p.to_dict() for p in tagger.predict(sentences, batch_size=12, confidence=True, explain=True)]
-    assert after == before
+    assert_same_predictions(after, before)
     budget = tagger.budget(0, explain=True)
     assert len(seen) > 1 and sum(rows for rows, _, _ in seen) == len(sentences)
     for rows, length, main_thread in seen:
