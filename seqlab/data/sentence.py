@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -70,29 +71,23 @@ def linked_chunks(sentences: Iterable[Sentence], size: int, k: int) -> Iterator[
 
     An error that reading raises (a bad line) comes after the whole chunks read before it, as it would without
     the read-ahead; their context ends where the error is."""
-    it = iter(sentences)
-    error: SeqlabError | None = None
+    errors: list[SeqlabError] = []  # the reading error, once one came: the stream ends there
 
-    def read(n: int) -> list[Sentence]:
-        nonlocal error
-        out: list[Sentence] = []
-        while error is None and len(out) < n:
-            try:
-                out.append(next(it))
-            except StopIteration:
-                break
-            except SeqlabError as err:
-                error = err
-        return out
+    def up_to_an_error() -> Iterator[Sentence]:
+        try:
+            yield from sentences
+        except SeqlabError as err:
+            errors.append(err)
 
+    it = up_to_an_error()
     before: list[Sentence] = []  # the last k sentences of the chunks yielded
-    buffer = read(size + k)  # the next chunk and the k sentences after it
-    while buffer and (error is None or len(buffer) >= size):
+    buffer = list(itertools.islice(it, size + k))  # the next chunk and the k sentences after it
+    while buffer and (not errors or len(buffer) >= size):
         part = buffer[:size]
         link_neighbours(before + buffer, k, range(len(before), len(before) + len(part)))
         yield part
         before = (before + part)[-k:] if k else []
         ahead = buffer[size:]
-        buffer = ahead + read(size + k - len(ahead))
-    if error is not None:
-        raise error
+        buffer = ahead + list(itertools.islice(it, size + k - len(ahead)))
+    if errors:
+        raise errors[0]

