@@ -4,6 +4,8 @@ them trains, saves and loads, and a missing model folder is a one-line error."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -417,6 +419,10 @@ def test_predict_writes_a_bad_files_whole_chunks_before_its_error_and_document_b
     back = read_conll(out)
     assert [(s.tokens, s.document) for s in back] == [(s.tokens, s.document) for s in read_conll(good)]
     assert whole.stdout.count("-DOCSTART-") == 2 and [s.document for s in back][9:11] == [1, 2]
+    records = run("predict", model, good, "--chunk", "4", "--output-format", "jsonl")
+    assert records.returncode == 0, records.stderr
+    lines = [json.loads(line) for line in records.stdout.splitlines()]
+    assert [(r["tokens"], r["document"]) for r in lines] == [(s.tokens, s.document) for s in back]  # jsonl too
 
 
 def test_predict_output_does_not_depend_on_chunk_or_workers(context_run, tmp_path):

@@ -41,6 +41,7 @@ class Prediction:
     split_at: list[int] | None = None  # token offsets where a sentence over max_length was cut for tagging
     token_confidence: list[float] | None = None  # p(y_t = the predicted tag | x) per token
     confidence_kind: str | None = None  # what the confidences are ("crf-marginal"), or why there are none
+    document: int = 0  # the document breaks (-DOCSTART- lines) before the sentence in its file; 0 without any
 
     def to_dict(self) -> dict:
         """What ``dataclasses.asdict`` gives, built directly: its recursive deep copy took 13% of a busy
@@ -98,4 +99,6 @@ def prediction(
         ]
     )
     paths = None if r.nbest is None else [ScoredTags(to_labels(p.tags), p.score) for p in r.nbest]
-    return Prediction(s.tokens, tags, spans, paths, r.explanation, r.split_at, r.token_conf, r.confidence_kind)
+    return Prediction(
+        s.tokens, tags, spans, paths, r.explanation, r.split_at, r.token_conf, r.confidence_kind, s.document
+    )
