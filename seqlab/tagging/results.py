@@ -100,5 +100,5 @@ def prediction(
     )
     paths = None if r.nbest is None else [ScoredTags(to_labels(p.tags), p.score) for p in r.nbest]
     return Prediction(
-        s.tokens, tags, spans, paths, r.explanation, r.split_at, r.token_conf, r.confidence_kind, s.document
+        s.tokens, tags, spans, paths, r.explanation, r.split_at, r.token_conf, r.confidence_kind, document=s.document
     )
