@@ -7,6 +7,7 @@ import time
 
 import torch
 
+from seqlab.data.batching import Encoded, collate
 from seqlab.data.readers import read_conll
 from seqlab.data.sentence import link_neighbours
 from seqlab.features import ContextualConfig
@@ -23,15 +24,12 @@ for precision in ("float32", "bfloat16"):
 times = {precision: [] for precision in modules}
 for b in range(0, len(sentences), 10):
     group = sentences[b : b + 10]
-    n = max(len(s) for s in group)
-    mask = torch.zeros(len(group), n, dtype=torch.bool)  # (batch, seq_len)
-    for i, s in enumerate(group):
-        mask[i, : len(s)] = True
     order = list(modules.items()) if b % 20 == 0 else list(reversed(modules.items()))
     for precision, (featurizer, module) in order:
-        batch = featurizer.collate([featurizer.encode(s) for s in group], n)
+        encoded = [Encoded(len(s), {"ctx": featurizer.encode(s)}) for s in group]
+        batch = collate(encoded, list(range(len(group))), {"ctx": featurizer})  # as training batches them
         start = time.perf_counter()
-        module(batch, Context.of(mask))
+        module(batch.features["ctx"], Context.of(batch.mask))
         times[precision].append(time.perf_counter() - start)
 for precision, ts in times.items():
     print(precision, "median s/batch", round(statistics.median(ts), 4), "total", round(sum(ts), 1), "batches", len(ts))
