@@ -12,6 +12,9 @@ OUT=${2:-runs/li2019-full}
 WORKERS=${3:-1}
 mkdir -p "$OUT"
 Q="$OUT/queue.txt"
+paper_or_default() {  # the config as it was run: its paper recipe where the default moved to the CPU one (issue 37)
+  if [ -f "configs/paper/$1.yaml" ]; then echo "configs/paper/$1.yaml"; else echo "configs/$1.yaml"; fi
+}
 : > "$Q"
 for seed in 1 2 3; do
   for corpus in chunking ner-conll2003; do
@@ -22,7 +25,7 @@ for seed in 1 2 3; do
         if [ -d "$SRC/$name/checkpoint" ]; then cp -r "$SRC/$name" "$OUT/$name"; rm -f "$OUT/$name/results.json"; fi
       fi
       resume=""; [ -d "$OUT/$name/checkpoint" ] && resume="--resume"
-      echo "SEQLAB_DATA=../shared/data .venv/bin/seqlab -q train configs/$corpus-$model.yaml --out $OUT/$name" \
+      echo "SEQLAB_DATA=../shared/data .venv/bin/seqlab -q train $(paper_or_default $corpus-$model) --out $OUT/$name" \
            "--set train.seed=$seed --set train.threads=1 $resume && touch $OUT/$name/.full" >> "$Q"
     done
   done

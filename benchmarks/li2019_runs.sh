@@ -9,11 +9,14 @@ OUT=${1:-runs/li2019}
 EPOCHS=${2:-8}
 mkdir -p "$OUT"
 Q="$OUT/queue.txt"
+paper_or_default() {  # the config as it was run: its paper recipe where the default moved to the CPU one (issue 37)
+  if [ -f "configs/paper/$1.yaml" ]; then echo "configs/paper/$1.yaml"; else echo "configs/$1.yaml"; fi
+}
 : > "$Q"
 for seed in 1 2 3; do
   for corpus in ner-conll2003 chunking; do
     for model in bilstm-cnn att-bilstm-cnn cross-bilstm-cnn; do
-      echo "SEQLAB_DATA=../shared/data .venv/bin/seqlab -q train configs/$corpus-$model.yaml" \
+      echo "SEQLAB_DATA=../shared/data .venv/bin/seqlab -q train $(paper_or_default $corpus-$model)" \
            "--out $OUT/$corpus-$model-seed$seed --set train.seed=$seed --set train.threads=1" \
            "--max-epochs $EPOCHS" >> "$Q"
     done

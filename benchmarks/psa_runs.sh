@@ -10,14 +10,17 @@ OUT=${1:-runs/bench2}
 EPOCHS=${EPOCHS:-20}
 mkdir -p "$OUT"
 Q="$OUT/queue.txt"
+paper_or_default() {  # the config as it was run: its paper recipe where the default moved to the CPU one (issue 37)
+  if [ -f "configs/paper/$1.yaml" ]; then echo "configs/paper/$1.yaml"; else echo "configs/$1.yaml"; fi
+}
 : > "$Q"
 job() {  # config, run name, seed, [epochs], [extra --set options]
   echo "SEQLAB_DATA=../shared/data .venv/bin/seqlab -q train $1 --out $OUT/$2-seed$3 --set train.seed=$3" \
        "--set train.threads=1 --max-epochs ${4:-$EPOCHS} ${5:-}" >> "$Q"
 }
-job configs/chunking-bilstm-crf.yaml tune-chunking-nadam 1 30 \
+job $(paper_or_default chunking-bilstm-crf) tune-chunking-nadam 1 30 \
     "--set train.optimizer=nadam --set train.lr=0.002 --set train.clip=1.0"
-job configs/chunking-bilstm-crf.yaml tune-chunking-sgd-lr03 1 30 \
+job $(paper_or_default chunking-bilstm-crf) tune-chunking-sgd-lr03 1 30 \
     "--set train.optimizer=sgd --set train.lr=0.03 --set train.clip=5.0"  # killed after epoch 17
 # Seed 1 ran (session 2) as configs/psa/chunking-viii-no-fusion.yaml with --set train.optimizer=nadam
 # --set train.lr=0.002 --set train.clip=1.0 (name tune-chunking-nadam-large): its resolved config.json is
@@ -26,12 +29,12 @@ for seed in 1 2 3 4 5; do
   job configs/chunking-bilstm-crf-large.yaml chunking-bilstm-crf-large "$seed" 30
 done
 for seed in 1 2 3; do
-  job configs/chunking-psa.yaml chunking-psa "$seed"
+  job $(paper_or_default chunking-psa) chunking-psa "$seed"
   job configs/psa/chunking-viii-no-fusion.yaml chunking-bilstm-crf-psa-setting "$seed"
 done
-job configs/pos-psa.yaml pos-psa 1 10
+job $(paper_or_default pos-psa) pos-psa 1 10
 job configs/psa/pos-viii-no-fusion.yaml pos-bilstm-crf-psa-setting 1 10
-job configs/ner-conll2003-psa.yaml ner-conll2003-psa 1 10
+job $(paper_or_default ner-conll2003-psa) ner-conll2003-psa 1 10
 job configs/psa/ner-conll2003-viii-no-fusion.yaml ner-conll2003-bilstm-crf-psa-setting 1 10
 for row in vii-no-mask vii-no-gaussian vii-no-position-bias viii-no-first-fusion viii-no-second-fusion; do
   job "configs/psa/chunking-$row.yaml" "chunking-$row" 1 8
