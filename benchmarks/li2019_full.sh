@@ -12,9 +12,7 @@ OUT=${2:-runs/li2019-full}
 WORKERS=${3:-1}
 mkdir -p "$OUT"
 Q="$OUT/queue.txt"
-paper_or_default() {  # the config as it was run: its paper recipe where the default moved to the CPU one (issue 37)
-  if [ -f "configs/paper/$1.yaml" ]; then echo "configs/paper/$1.yaml"; else echo "configs/$1.yaml"; fi
-}
+. benchmarks/lib.sh  # paper_or_default
 : > "$Q"
 for seed in 1 2 3; do
   for corpus in chunking ner-conll2003; do

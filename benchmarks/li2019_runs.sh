@@ -9,9 +9,7 @@ OUT=${1:-runs/li2019}
 EPOCHS=${2:-8}
 mkdir -p "$OUT"
 Q="$OUT/queue.txt"
-paper_or_default() {  # the config as it was run: its paper recipe where the default moved to the CPU one (issue 37)
-  if [ -f "configs/paper/$1.yaml" ]; then echo "configs/paper/$1.yaml"; else echo "configs/$1.yaml"; fi
-}
+. benchmarks/lib.sh  # paper_or_default
 : > "$Q"
 for seed in 1 2 3; do
   for corpus in ner-conll2003 chunking; do

@@ -10,9 +10,7 @@ OUT=${1:-runs/bench2}
 EPOCHS=${EPOCHS:-20}
 mkdir -p "$OUT"
 Q="$OUT/queue.txt"
-paper_or_default() {  # the config as it was run: its paper recipe where the default moved to the CPU one (issue 37)
-  if [ -f "configs/paper/$1.yaml" ]; then echo "configs/paper/$1.yaml"; else echo "configs/$1.yaml"; fi
-}
+. benchmarks/lib.sh  # paper_or_default
 : > "$Q"
 job() {  # config, run name, seed, [epochs], [extra --set options]
   echo "SEQLAB_DATA=../shared/data .venv/bin/seqlab -q train $1 --out $OUT/$2-seed$3 --set train.seed=$3" \
