@@ -104,6 +104,24 @@ def test_a_budgeted_run_stops_in_time_and_reaches_the_end_of_its_schedule(tiny_c
     assert (tmp_path / "run" / "curves.png").is_file() and result.test is not None
 
 
+def test_training_goes_on_in_training_mode_after_a_dev_scoring_inside_an_epoch(tiny_corpus, tmp_path, monkeypatch):
+    """A budgeted run scores dev inside epochs; each step after it trains with dropout on again (a network left in
+    eval mode trains without dropout on a CPU, and cuDNN's LSTM refuses its backward on a GPU)."""
+    import seqlab.training.loop as loop
+
+    modes, step = [], loop.train_step
+
+    def recording_step(trained, *args, **kwargs):
+        modes.append(all(m.training for m in trained.modules()))
+        return step(trained, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "train_step", recording_step)
+    monkeypatch.setattr(Plan, "eval_due", lambda self, epoch_end: True)  # dev after every step: 4 a 20-sentence epoch
+    train(_budgeted(tiny_corpus, "10m", max_epochs=2, batch_size=5), tmp_path / "run", progress=False)
+    assert [r["epoch"] for r in _log(tmp_path / "run")] == [0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2]
+    assert len(modes) == 8 and all(modes)
+
+
 def test_a_budget_that_max_epochs_cuts_short_is_reported(tiny_corpus, tmp_path, caplog):
     """max_epochs still bounds a budgeted run; when it will end training well before the budget, the log says so
     once (after the first dev scoring), and the run ends at max_epochs."""

@@ -296,6 +296,7 @@ def _train_rank(
                 clock,
             )
             segment = Segment()
+            net.train()  # scoring dev left it in eval mode: dropout back on for the rest of the epoch
             if len(state["history"]) == 1 and (finish := plan.steps_end_early(done)) is not None:
                 log.warning(
                     "at this pace train.max_epochs (%d) ends training after about %.0f s of the %.0f s budget: "
