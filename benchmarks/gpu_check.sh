@@ -13,16 +13,7 @@
 #   usage (on the GPU machine, in the repository root): bash benchmarks/gpu_check.sh [OUT]
 set -u
 out=${1:-${OUT:-runs/gpu-check}}
-mkdir -p "$out"
-# into the image's own environment, and the checkout on its path through a .pth file: the suite's subprocesses
-# (python -m seqlab, data-parallel ranks) then find everything too
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl || exit 1
-site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-cp -r .devpkgs/* "$site"/ && echo "$PWD" > "$site/seqlab-checkout.pth" || exit 1
-export PYTHONUNBUFFERED=1
-{ date -u; nvidia-smi -L; nproc
-  python3 -c "import torch, numpy, numba; print('torch', torch.__version__, 'cuda', torch.version.cuda,
-  torch.cuda.get_device_name(), 'numpy', numpy.__version__, 'numba', numba.__version__)"; } 2>&1 | tee "$out/machine.txt"
+source benchmarks/gpu_setup.sh
 
 echo "== tests/test_cuda.py"
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py -rfEs 2>&1 | tee "$out/test-cuda.txt"

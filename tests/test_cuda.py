@@ -134,10 +134,11 @@ def test_the_gpu_tags_what_the_cpu_tags_at_every_batch_size(gpu_run):
     gpu, cpu = on_gpu.predict(texts, nbest=2), on_cpu.predict(texts, nbest=2)
     assert [[p.tags for p in g.nbest] for g in gpu] == [[p.tags for p in c.nbest] for c in cpu]
     # scores to float32 rounding and TF32: cuDNN's convolutions (the char CNN) multiply in TF32 by PyTorch's
-    # default, 10 bits of mantissa (seen on an H100: 1.8e-3 on a path score of -3.1, 1.3e-4 on a confidence)
+    # default, 10 bits of mantissa (seen on an H100: 1.8e-3 on a path score of -3.1, 1.3e-4 on a confidence; on
+    # an H200: 2.2e-3 on -0.74)
     for g, c in zip(gpu, cpu):
         for a, b in zip(g.nbest, c.nbest):
-            assert a.score == pytest.approx(b.score, rel=2e-3, abs=2e-3)
+            assert a.score == pytest.approx(b.score, rel=5e-3, abs=5e-3)
     if name != "gcdt":  # the beam-search decoder gives no exact confidences (its test says so)
         gpu, cpu = on_gpu.predict(texts, confidence=True), on_cpu.predict(texts, confidence=True)
         for g, c in zip(gpu, cpu):

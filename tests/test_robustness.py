@@ -816,7 +816,13 @@ CASES = [
     ),
     (
         "cost-predict-piece-over-the-budget",
-        lambda w: ["predict", tiny_model("flat", w["root"]), w["root"] / "flat-long.txt", "--max-length", "15000"],
+        lambda w: [
+            "predict",
+            tiny_model("flat", w["root"]),
+            bad_file(w["root"], "flat-long.txt", "短句。\n" + long_line("flat", 20_000) + "\n"),  # its own (pytest -n)
+            "--max-length",
+            "15000",
+        ],
         ["flat-long.txt:2", "--max-length"],
     ),
     (

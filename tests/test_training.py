@@ -75,18 +75,21 @@ def test_log_plot_and_results(tiny_corpus, tmp_path):
 
 
 def test_same_seed_same_run(tiny_corpus, tmp_path):
-    a = train(_short(tiny_corpus, 2), tmp_path / "a", progress=False)
-    b = train(_short(tiny_corpus, 2), tmp_path / "b", progress=False)
+    """On the CPU with no setting (on a GPU it takes train.deterministic: tests/test_cuda.py)."""
+    a = train(_short(tiny_corpus, 2, device="cpu"), tmp_path / "a", progress=False)
+    b = train(_short(tiny_corpus, 2, device="cpu"), tmp_path / "b", progress=False)
     la = [json.loads(x)["loss"] for x in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]
     lb = [json.loads(x)["loss"] for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()]
     assert la == lb and a.dev == b.dev
 
 
 def test_resume_continues_to_the_same_result(tiny_corpus, tmp_path):
-    """4 epochs in one go == 2 epochs, 'killed', then --resume to 4 (SGD with momentum state)."""
-    full = train(_short(tiny_corpus, 4, optimizer="sgd", lr=0.05), tmp_path / "full", progress=False)
-    train(_short(tiny_corpus, 2, optimizer="sgd", lr=0.05), tmp_path / "part", progress=False)
-    resumed = train(_short(tiny_corpus, 4, optimizer="sgd", lr=0.05), tmp_path / "part", resume=True, progress=False)
+    """4 epochs in one go == 2 epochs, 'killed', then --resume to 4 (SGD with momentum state); on the CPU (on a GPU
+    with train.deterministic: tests/test_cuda.py)."""
+    over = dict(optimizer="sgd", lr=0.05, device="cpu")
+    full = train(_short(tiny_corpus, 4, **over), tmp_path / "full", progress=False)
+    train(_short(tiny_corpus, 2, **over), tmp_path / "part", progress=False)
+    resumed = train(_short(tiny_corpus, 4, **over), tmp_path / "part", resume=True, progress=False)
     lf = [json.loads(x)["loss"] for x in (tmp_path / "full" / "log.jsonl").read_text().splitlines()]
     lr = [json.loads(x)["loss"] for x in (tmp_path / "part" / "log.jsonl").read_text().splitlines()]
     assert len(lr) == 4
