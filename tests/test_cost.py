@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -124,23 +125,22 @@ def address_limit() -> int:
     return max(LIMIT, (int(proc.stdout) << 10) + ROOM)
 
 
-def limited() -> None:
-    """For ``preexec_fn``: the address space limited (:func:`address_limit` is measured before, in the parent)."""
+def limiter() -> Callable[[], None]:
+    """A ``preexec_fn`` that limits the child's address space to :func:`address_limit`, measured here in the parent."""
     limit = address_limit()
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def run_limited(args: list, script: str | None = None) -> subprocess.CompletedProcess:
-    """``python -m seqlab ARGS`` (or ``python -c SCRIPT ARGS``) with its address space limited to :data:`LIMIT`."""
+    """``python -m seqlab ARGS`` (or ``python -c SCRIPT ARGS``) with its address space limited (:func:`limiter`)."""
     head = ["-c", script] if script else ["-m", "seqlab", "-q"]
-    address_limit()  # measured here, not in the child
     return subprocess.run(
         [sys.executable, *head, *map(str, args)],
         capture_output=True,
         text=True,
         cwd=ROOT,
         env=CPU_ONLY,
-        preexec_fn=limited,
+        preexec_fn=limiter(),
         timeout=120,
         check=False,
     )
@@ -192,12 +192,11 @@ def test_the_server_answers_413_for_a_sentence_over_the_budget(models):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    address_limit()  # measured here, not in the child
     server = subprocess.Popen(
         [sys.executable, "-m", "seqlab", "serve", str(models["flat"]), "--port", str(port), "--no-access-log"],
         cwd=ROOT,
         env=CPU_ONLY,
-        preexec_fn=limited,
+        preexec_fn=limiter(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
