@@ -51,6 +51,11 @@ def bad_file(root: Path, name: str, content: str | bytes) -> Path:
     return path
 
 
+def flat_long(root: Path) -> Path:
+    """A short line, then one of 20,000 characters: written by each case that reads it (cases run apart under -n)."""
+    return bad_file(root, "flat-long.txt", "短句。\n" + long_line("flat", 20_000) + "\n")
+
+
 def config_with(world, name: str, edit) -> Path:
     raw = yaml.safe_load(world["config"].read_text(encoding="utf-8"))
     edit(raw)
@@ -801,7 +806,7 @@ CASES = [
         lambda w: [
             "predict",
             tiny_model("flat", w["root"]),
-            bad_file(w["root"], "flat-long.txt", "短句。\n" + long_line("flat", 20_000) + "\n"),
+            flat_long(w["root"]),
         ],
         ["flat-long.txt:2: a sentence of 20000 tokens", "memory budget", "--max-length"],
     ),
@@ -819,7 +824,7 @@ CASES = [
         lambda w: [
             "predict",
             tiny_model("flat", w["root"]),
-            bad_file(w["root"], "flat-long.txt", "短句。\n" + long_line("flat", 20_000) + "\n"),  # its own (pytest -n)
+            flat_long(w["root"]),
             "--max-length",
             "15000",
         ],
