@@ -71,9 +71,11 @@ class Recipe:
     float16_tensors: tuple[str, ...] | None = None  # with float16: the tensors stored so (None: every float32 one)
 
     def train_args(self) -> list[str]:
-        """What ``seqlab train CONFIG`` is given besides the output folder: the budget and the overrides."""
+        """What ``seqlab train CONFIG`` is given besides the output folder: the budget, one torch thread (what the
+        card's machine says, so that two builds share the 2 cores) and the overrides."""
         budget = ["--budget", self.budget] if self.budget else []
-        return budget + [arg for override in self.overrides for arg in ("--set", override)]
+        overrides = ("train.threads=1", *self.overrides)
+        return budget + [arg for override in overrides for arg in ("--set", override)]
 
 
 RECIPES = {

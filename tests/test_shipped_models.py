@@ -157,3 +157,19 @@ def test_packaging_in_half_precision_checks_every_test_tag(shared_tiny_model, tm
     assert all((target / n).read_bytes() == (model / n).read_bytes() for n in build.MODEL_FILES)
     card = json.loads((target / "card.json").read_text(encoding="utf-8"))
     assert card["weights_dtype"] == "float32" and "weights_check" not in card
+
+
+def test_each_recipe_validates_and_trains_on_the_one_thread_its_card_states(monkeypatch):
+    """The command a card records (its config with the recipe's ``--set`` overrides) validates, and trains on one
+    torch thread: the card's machine says so, and two builds share a 2-core machine."""
+    from seqlab.config import load_config, parse_duration
+
+    build = _build(monkeypatch)
+    root = MODELS.parent
+    for name, recipe in build.RECIPES.items():
+        args = recipe.train_args()
+        overrides = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
+        config = load_config(root / recipe.config, overrides)
+        assert config.train.threads == 1, name
+        if recipe.budget:
+            assert args[args.index("--budget") + 1] == recipe.budget and parse_duration(recipe.budget) > 0, name
