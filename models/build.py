@@ -70,12 +70,15 @@ class Recipe:
     weights_dtype: str = "float32"  # float16: packaged in half precision, if no test tag changes
     float16_tensors: tuple[str, ...] | None = None  # with float16: the tensors stored so (None: every float32 one)
 
+    def settings(self) -> tuple[str, ...]:
+        """The ``--set`` overrides of a build: one torch thread (what the card's machine says, so that two builds
+        share the 2 cores), then the recipe's own."""
+        return ("train.threads=1", *self.overrides)
+
     def train_args(self) -> list[str]:
-        """What ``seqlab train CONFIG`` is given besides the output folder: the budget, one torch thread (what the
-        card's machine says, so that two builds share the 2 cores) and the overrides."""
+        """What ``seqlab train CONFIG`` is given besides the output folder: the budget and :meth:`settings`."""
         budget = ["--budget", self.budget] if self.budget else []
-        overrides = ("train.threads=1", *self.overrides)
-        return budget + [arg for override in overrides for arg in ("--set", override)]
+        return budget + [arg for override in self.settings() for arg in ("--set", override)]
 
 
 RECIPES = {

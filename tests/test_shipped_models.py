@@ -167,9 +167,7 @@ def test_each_recipe_validates_and_trains_on_the_one_thread_its_card_states(monk
     build = _build(monkeypatch)
     root = MODELS.parent
     for name, recipe in build.RECIPES.items():
-        args = recipe.train_args()
-        overrides = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
-        config = load_config(root / recipe.config, overrides)
+        config = load_config(root / recipe.config, list(recipe.settings()))
         assert config.train.threads == 1, name
         if recipe.budget:
-            assert args[args.index("--budget") + 1] == recipe.budget and parse_duration(recipe.budget) > 0, name
+            assert recipe.train_args()[:2] == ["--budget", recipe.budget] and parse_duration(recipe.budget) > 0, name
