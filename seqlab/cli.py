@@ -9,7 +9,7 @@
         [--max-length N] [--workers N] [--engine torch|onnxruntime|auto]
     seqlab score FILE [--scheme auto|IOB1|BIO|BIOES|BMES]
     seqlab info MODEL
-    seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--json]
+    seqlab analyze MODEL DATA [--keep H|C_all|C1..C5 ...] [--all-parts] [--seen-in TRAIN] [--json]
     seqlab attention MODEL "a sentence" --out heat.png
     seqlab serve MODEL [--host 127.0.0.1] [--port 8000] [--max-batch 64] [--max-wait-ms 5] [--workers N] [--threads N]
         [--engine torch|onnxruntime|auto] [--no-access-log]
@@ -282,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(a Table 3 ablation column: H, C_all, C1..C5); repeatable",
     )
     z.add_argument("--all-parts", action="store_true", help="one column per named part of the model")
+    z.add_argument(
+        "--seen-in",
+        metavar="FILE",
+        help="also score the entities whose text and type are labelled in FILE (usually the training file, in the "
+        "model's data format) apart from the others",
+    )
     z.add_argument("--json", action="store_true", help="JSON instead of tables")
     z.add_argument("--batch-size", type=_batch)
     _device_argument(z)
@@ -613,6 +619,7 @@ def cmd_analyze(args) -> None:
 
     from seqlab.data.corpus import read_file
     from seqlab.evaluation.analysis import analyze, format_analysis
+    from seqlab.evaluation.seen import entity_keys
     from seqlab.tagger import Tagger
 
     tagger = Tagger.load(args.model, args.device)
@@ -622,11 +629,14 @@ def cmd_analyze(args) -> None:
     keep = [None, *args.keep]
     if args.all_parts:
         keep += [name for name in tagger.net.column_names() if name not in keep]
-    parts = analyze(tagger, sentences, keep, args.batch_size)
+    known = None
+    if args.seen_in:
+        known = entity_keys(read_file(Path(args.seen_in), tagger.config.data), tagger.scheme, tagger.joiner)
+    parts = analyze(tagger, sentences, keep, args.batch_size, known)
     if args.json:
         print(json.dumps([asdict(p) for p in parts], indent=2))
     else:
-        print(format_analysis(parts), end="")
+        print(format_analysis(parts, args.seen_in), end="")
 
 
 def cmd_export(args) -> None:

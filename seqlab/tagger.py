@@ -189,8 +189,14 @@ class Tagger:
         rows = run_capped(
             self, sentences, max_length, batch_size, nbest or 0, explain, confidence=confidence, link=link
         )
-        joiner = "" if self.config.data.format == "bmes" else " "
-        return [prediction(s, r, self._labels(r), self.scheme, joiner, self.to_labels) for s, r in zip(sentences, rows)]
+        return [
+            prediction(s, r, self._labels(r), self.scheme, self.joiner, self.to_labels) for s, r in zip(sentences, rows)
+        ]
+
+    @property
+    def joiner(self) -> str:
+        """What joins a span's tokens into its text: nothing for character corpora (BMES), else a space."""
+        return "" if self.config.data.format == "bmes" else " "
 
     def set_engine(self, name: str) -> None:
         """Run the encoding on ``torch`` (eager, the default), ``onnxruntime`` (exported in memory and

@@ -10,12 +10,13 @@ which layer made them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from seqlab.data.schemes import convert, split_tag
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
+from seqlab.evaluation.seen import EntityKey, SeenSplit, format_seen_split, seen_split
 
 CHUNK_CLASSES = ("O", "S", "B", "I", "E")
 NONE = "NONE"
@@ -38,6 +39,7 @@ class PartAnalysis:
     kept: str | None
     zeroed: list[str]
     result: ChunkingTyping
+    seen: SeenSplit | None = None  # span scores split by entities seen in a reference; None: no reference given
 
 
 def _bioes(tags: Sequence[str], scheme: str) -> list[str]:
@@ -79,9 +81,15 @@ def zeroed_for(columns: dict[str, tuple[int, int]], keep: str) -> list[str]:
 
 
 def analyze(
-    tagger, sentences: list[Sentence], keep: Sequence[str | None] = (None,), batch_size: int | None = None
+    tagger,
+    sentences: list[Sentence],
+    keep: Sequence[str | None] = (None,),
+    batch_size: int | None = None,
+    known: Collection[EntityKey] | None = None,
 ) -> list[PartAnalysis]:
-    """One :class:`PartAnalysis` per entry of ``keep`` (None = the full model)."""
+    """One :class:`PartAnalysis` per entry of ``keep`` (None = the full model); with ``known`` (the
+    :func:`seqlab.evaluation.seen.entity_keys` of a reference, usually the training file), each also splits the
+    span scores by entities seen there and not."""
     layers = [layer.columns for layer in tagger.net.encoders]
     out = []
     for part in keep:
@@ -93,13 +101,19 @@ def analyze(
                 raise SeqlabError(f"no part named '{part}' in this model; its named parts: {known}")
             zeroed = zeroed_for(owner[-1], part)
         evaluation = tagger.evaluate(sentences, batch_size, unseen="score", ablate=zeroed)
-        result = chunk_and_type([s.labels for s in sentences], evaluation.predictions, tagger.scheme)
-        out.append(PartAnalysis(part, zeroed, result))
+        gold = [s.labels for s in sentences]
+        result = chunk_and_type(gold, evaluation.predictions, tagger.scheme)
+        seen = None
+        if known is not None:
+            tokens = [s.tokens for s in sentences]
+            seen = seen_split(tokens, gold, evaluation.predictions, known, tagger.scheme, tagger.joiner)
+        out.append(PartAnalysis(part, zeroed, result, seen))
     return out
 
 
-def format_analysis(parts: list[PartAnalysis]) -> str:
-    """Two tables, one column per analysis: chunk-class recall, then per-type accuracy (percent)."""
+def format_analysis(parts: list[PartAnalysis], reference: str = "the reference") -> str:
+    """Two tables, one column per analysis: chunk-class recall, then per-type accuracy (percent); then, where the
+    analyses split spans by a reference's entities, each analysis's seen and unseen scores."""
     heads = ["full" if p.kept is None else f"{p.kept} only" for p in parts]
     first = parts[0].result
     lines = [
@@ -115,4 +129,7 @@ def format_analysis(parts: list[PartAnalysis]) -> str:
     ]
     for t, n in first.type_support.items():
         lines.append(f"{t:>8} {n:>8} " + " ".join(f"{p.result.type_accuracy[t]:9.2f}" for p in parts))
+    for head, p in zip(heads, parts):
+        if p.seen is not None:
+            lines += ["", f"{head}: " + format_seen_split(p.seen, reference).rstrip("\n")]
     return "\n".join(lines) + "\n"

@@ -28,6 +28,11 @@ class TypeScore:
     found_pred: int
     correct: int
 
+    @classmethod
+    def of(cls, found_gold: int, found_pred: int, correct: int) -> TypeScore:
+        """conlleval's precision, recall and FB1 of these counts."""
+        return cls(*_prf(found_gold, found_pred, correct), found_gold, found_pred, correct)
+
 
 @dataclass
 class Scores:
@@ -123,7 +128,7 @@ def span_f1(
     per_type = {}
     for chunk_type in sorted(gold_counts.keys() | pred_counts.keys()):
         counts = (gold_counts[chunk_type], pred_counts[chunk_type], correct_counts[chunk_type])
-        per_type[chunk_type] = TypeScore(*_prf(*counts), *counts)
+        per_type[chunk_type] = TypeScore.of(*counts)
     totals = (sum(gold_counts.values()), sum(pred_counts.values()), sum(correct_counts.values()))
     tokens = sum(len(gold) for gold in gold_sequences)
     untyped_f1 = _prf(totals[0], totals[1], boundary_correct)[2]
