@@ -97,8 +97,8 @@ def analyze(
         if part is not None:
             owner = [cols for cols in layers if part in cols]
             if not owner:
-                known = ", ".join(tagger.net.column_names()) or "none"
-                raise SeqlabError(f"no part named '{part}' in this model; its named parts: {known}")
+                names = ", ".join(tagger.net.column_names()) or "none"
+                raise SeqlabError(f"no part named '{part}' in this model; its named parts: {names}")
             zeroed = zeroed_for(owner[-1], part)
         evaluation = tagger.evaluate(sentences, batch_size, unseen="score", ablate=zeroed)
         gold = [s.labels for s in sentences]
