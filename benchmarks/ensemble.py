@@ -2,22 +2,22 @@
 
     SEQLAB_DATA=../shared/data python benchmarks/ensemble.py FILE MODEL_DIR [MODEL_DIR ...]
 
-FILE: a labelled file in the models' data format (a path, or one relative to ``$SEQLAB_DATA``). MODEL_DIR: a model
-folder, or a run folder holding one in ``model/``. The models must share their tag set and have a CRF decoder.
-The ensemble is a product of experts: the mean of the models' emission scores and of their transition scores,
-decoded by Viterbi. A measurement, not a feature: seqlab ships no ensembles (BENCHMARKS.md, "Levers measured and
-not kept").
+FILE: a labelled file in the models' data format (a path, or one relative to ``$SEQLAB_DATA`` as configs'
+are). MODEL_DIR: a model folder, or a run folder holding one in ``model/``. The models must share their tag set and
+have a CRF decoder. The ensemble is a product of experts: the mean of the models' emission scores and of their
+transition scores, decoded by Viterbi. A measurement, not a feature: seqlab ships no ensembles (BENCHMARKS.md,
+"Ensembles of seeds, measured").
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import os
 from pathlib import Path
 
 import torch
 
+from seqlab.config import resolve_data_path
 from seqlab.data.batching import collate
 from seqlab.data.corpus import read_file
 from seqlab.decoders.crf import CRFDecoder
@@ -43,7 +43,7 @@ def main() -> None:
         if t.tags.itos != first.tags.itos or not isinstance(t.net.decoder, CRFDecoder):
             raise SystemExit(f"{path}: not a CRF tagger with the first model's tag set")
         t.net.eval()
-    path = args.file if args.file.exists() else Path(os.environ.get("SEQLAB_DATA", ".")) / args.file
+    path = args.file if args.file.exists() else resolve_data_path(str(args.file), None)
     sentences = [s for s in read_file(path, first.config.data) if s.tokens]
     crfs = [t.net.decoder.crf for t in taggers]
     mean_crf = copy.deepcopy(crfs[0])

@@ -91,6 +91,7 @@ def analyze(
     :func:`seqlab.evaluation.seen.entity_keys` of a reference, usually the training file), each also splits the
     span scores by entities seen there and not."""
     layers = [layer.columns for layer in tagger.net.encoders]
+    gold, tokens = [s.labels for s in sentences], [s.tokens for s in sentences]
     out = []
     for part in keep:
         zeroed: list[str] = []
@@ -101,11 +102,9 @@ def analyze(
                 raise SeqlabError(f"no part named '{part}' in this model; its named parts: {names}")
             zeroed = zeroed_for(owner[-1], part)
         evaluation = tagger.evaluate(sentences, batch_size, unseen="score", ablate=zeroed)
-        gold = [s.labels for s in sentences]
         result = chunk_and_type(gold, evaluation.predictions, tagger.scheme)
         seen = None
         if known is not None:
-            tokens = [s.tokens for s in sentences]
             seen = seen_split(tokens, gold, evaluation.predictions, known, tagger.scheme, tagger.joiner)
         out.append(PartAnalysis(part, zeroed, result, seen))
     return out
