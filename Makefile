@@ -9,7 +9,7 @@ STAMP := .venv/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,serve,transformers,export,ray]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,serve,transformers,multilingual,export,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -72,6 +72,18 @@ def test_plan_with_a_budget_keeps_time_for_the_final_scoring():
     assert plan.eval_due(False)
 
 
+def test_the_final_scoring_is_planned_at_the_cost_of_a_scoring_without_memos():
+    plan = Plan(1000.0, 10**9, 10, 2.0, RunClock())
+    plan.scored(30.0)  # the first dev scoring runs a transformer over dev in full
+    plan.scored(3.0)  # later ones read its states from the memo; the test scoring will not
+    assert plan.end() == pytest.approx(1000 - (1.5 * (3 + 30 * 2) + 1))
+    again = Plan(1000.0, 10**9, 10, 2.0, RunClock())
+    again.remember(plan.measured())  # a resumed run plans with the same costs
+    assert again.end() == pytest.approx(plan.end())
+    again.remember({"step": 0.0, "dev": 3.0})  # a checkpoint from before dev_full: the latest scoring alone
+    assert again.end() == pytest.approx(1000 - (1.5 * 3 * 3 + 1))
+
+
 def _budgeted(path, budget: str, **train_over):
     raw = tiny_config(path).model_dump(mode="json")
     raw["train"].update(

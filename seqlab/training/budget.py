@@ -37,6 +37,9 @@ class Costs:
     step: float = 0.0  # a training step (a running mean)
     dev: float | None = None  # one dev scoring (the latest)
     steps_seen: int = 0
+    # the costliest dev scoring: the first one, where features that keep a memo (a transformer's states) ran in
+    # full, as they will on the test set
+    dev_full: float | None = None
 
     def add_step(self, seconds: float) -> None:
         self.steps_seen += 1
@@ -68,7 +71,8 @@ class Plan:
         """Seconds kept at the end: one more dev scoring, the reload and the test scoring, with a margin."""
         if self.costs.dev is None:
             return self.FIRST_RESERVE * self.budget
-        return 1.5 * self.costs.dev * (1.0 + self.final_ratio) + 2.0 * self.costs.step + 1.0
+        full = max(self.costs.dev, self.costs.dev_full or 0.0)
+        return 1.5 * (self.costs.dev + full * self.final_ratio) + 2.0 * self.costs.step + 1.0
 
     def end(self) -> float:
         """The clock time at which training ends."""
@@ -113,15 +117,19 @@ class Plan:
 
     def scored(self, seconds: float) -> None:
         self.costs.dev = seconds
+        self.costs.dev_full = max(seconds, self.costs.dev_full or 0.0)
         self.last_eval = self.clock.elapsed()
 
     def measured(self) -> dict:
         """The costs measured so far, for the checkpoint: a resumed run plans with them from its first step."""
-        return {"step": self.costs.step, "dev": self.costs.dev}
+        return {"step": self.costs.step, "dev": self.costs.dev, "dev_full": self.costs.dev_full}
 
     def remember(self, measured: dict | None) -> None:
         """Take the costs of :meth:`measured` back (nothing for checkpoints without them)."""
         if measured:
             self.costs = Costs(
-                step=float(measured["step"]), dev=measured["dev"], steps_seen=1 if measured["step"] else 0
+                step=float(measured["step"]),
+                dev=measured["dev"],
+                steps_seen=1 if measured["step"] else 0,
+                dev_full=measured.get("dev_full"),  # None in checkpoints older than it
             )
