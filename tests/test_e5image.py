@@ -94,7 +94,7 @@ def test_the_packed_embedding_unpacks_the_rows_it_is_asked_for(tmp_path):
 
     values = write_image(tmp_path / "m.bin")
     image = read_e5_image(tmp_path / "m.bin")
-    table = Q4Embedding(torch.from_numpy(image.words.scales), torch.from_numpy(image.words.nibbles))
+    table = Q4Embedding(image.words)
     ids = torch.tensor([[5, 0, 4], [1, 1, 2]])
     torch.testing.assert_close(table(ids), torch.from_numpy(values["emb.word"])[ids], rtol=0, atol=0)
     model = build_model(image)  # every BertModel weight comes from the image

@@ -146,14 +146,10 @@ def _load(spec: str, key: str, spaces: bool):
 
 
 def _load_folder(spec: str, key: str):
-    """(tokenizer, model) from a local Hugging Face folder."""
-    try:
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-    except ImportError:
-        raise SeqlabError(
-            "contextual features need transformers: pip install 'seqlab[transformers]'", key=key
-        ) from None
+    """(tokenizer, model) from a local Hugging Face folder (transformers is there: :func:`_load` checked)."""
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
     folder = resolve_model_folder(spec, key)
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # its "Loading weights" bar on stderr, even under `seqlab -q`

