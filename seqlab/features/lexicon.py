@@ -39,12 +39,17 @@ from seqlab.errors import SeqlabError
 JIEBA = "jieba"
 
 
-def jieba_folder(needed_for: str) -> Path:
-    """The folder of the installed ``jieba`` package (not imported: only its files are read)."""
-    spec = importlib.util.find_spec("jieba")
+def package_folder(package: str, needed_for: str, install: str, key: str | None = None) -> Path:
+    """The folder of an installed package whose files are read (found, not imported: its code is not needed)."""
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise SeqlabError(f"{needed_for}: install the package jieba (pip install jieba)")
+        raise SeqlabError(f"{needed_for}: install the package {package} ({install})", key=key)
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def jieba_folder(needed_for: str) -> Path:
+    """The folder of the installed ``jieba`` package."""
+    return package_folder("jieba", needed_for, "pip install jieba")
 
 
 def jieba_dict_path() -> Path:

