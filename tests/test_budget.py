@@ -84,6 +84,26 @@ def test_the_final_scoring_is_planned_at_the_cost_of_a_scoring_without_memos():
     assert again.end() == pytest.approx(1000 - (1.5 * 3 * 3 + 1))
 
 
+def test_with_memos_the_first_scorings_cost_does_not_space_out_the_second():
+    clock = RunClock()
+    plan = Plan(1000.0, 10**9, 10, 2.0, clock, memos=True)
+    plan.scored(50.0)  # the first scoring fills the memos: 50 s, the next will read them
+    clock.before = 100.0  # a tenth of the budget later (50 s / 0.1 = 500 s without memos)
+    assert plan.eval_due(False)
+    plan.scored(20.0)
+    clock.before = 250.0  # 150 s later: past budget / evals, not past 20 s / 0.1
+    assert not plan.eval_due(False)  # from the second on, a scoring's cost spaces them out as before
+    without = Plan(1000.0, 10**9, 10, 2.0, RunClock(before=0.0))
+    without.scored(50.0)
+    without.clock.before = 100.0
+    assert not without.eval_due(False)
+    resumed = Plan(1000.0, 10**9, 10, 2.0, RunClock(), memos=True)
+    resumed.remember({"step": 0.1, "dev": 50.0, "dev_full": 50.0})  # a checkpoint from before the count
+    assert resumed.costs.scorings == 2  # planned as it was
+    resumed.remember(plan.measured())
+    assert resumed.costs.scorings == 2 and resumed.costs.dev == 20.0
+
+
 def _budgeted(path, budget: str, **train_over):
     raw = tiny_config(path).model_dump(mode="json")
     raw["train"].update(

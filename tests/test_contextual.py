@@ -92,6 +92,60 @@ def test_tagger_with_contextual_features_trains_saves_loads(tmp_path_factory, tm
     assert not any(k.startswith("embedder.ctx") for k in tagger.net.state_dict())  # the transformer is not saved
 
 
+def ctx_fine_tune_config(path):
+    raw = ctx_config(path).model_dump(mode="json")
+    raw["model"]["embedder"]["features"]["ctx"].update(fine_tune=6, lr_scale=0.05)  # all of MiniLM's 6 layers
+    return config_from_dict(raw)
+
+
+def test_a_fine_tuned_transformer_is_trained_at_its_rate_saved_and_loaded(tmp_path_factory, tmp_path):
+    from seqlab.features.contextual import _load_folder
+    from seqlab.training.step import make_optimizer, parameter_groups
+
+    path, run_dir, result = train_tiny(tmp_path_factory, "ctxft", ctx_fine_tune_config)
+    assert result.dev["f1"] > 80.0
+    tagger = assert_save_load_identical(run_dir / "model", path, tmp_path)
+    state = tagger.net.state_dict()
+    _, pretrained = _load_folder(ContextualConfig().model, "k")
+    changed = {
+        name: not torch.equal(state[f"embedder.ctx.transformer.{name}"], value)
+        for name, value in pretrained.state_dict().items()
+    }
+    assert changed["embeddings.word_embeddings.weight"] is False  # the word table stays as it was
+    assert changed["encoder.layer.0.attention.self.query.weight"] and changed["encoder.layer.5.output.dense.weight"]
+    groups = make_optimizer(parameter_groups(tagger.net), tagger.config.train).param_groups
+    assert [g["lr_scale"] for g in groups] == [1.0, 0.05]
+    assert [g["lr"] for g in groups] == pytest.approx([tagger.config.train.lr, tagger.config.train.lr * 0.05])
+    trained = {id(p) for g in groups for p in g["params"]}
+    assert trained == {id(p) for p in tagger.net.parameters() if p.requires_grad}
+    ctx = {id(p) for p in tagger.net.embedder.ctx.transformer.parameters() if p.requires_grad}
+    assert {id(p) for p in groups[1]["params"]} == ctx and len(ctx) > 50
+    assert not tagger.net.embedder.ctx.active_memo()  # no memo: the states change as it trains
+
+
+def test_fine_tuning_the_top_layers_trains_those_alone():
+    f = ContextualConfig(fine_tune=2).build("ctx")
+    f.fit([], [], 1)
+    module = f.module()
+    trained = {name for name, p in module.named_parameters() if p.requires_grad}
+    assert trained and all(
+        name.startswith(("transformer.encoder.layer.4.", "transformer.encoder.layer.5.")) for name in trained
+    )
+    assert "transformer.encoder.layer.4.attention.self.query.weight" in trained
+    assert module.lr_scale == 0.02 and module.active_memo() is None
+
+
+def test_fine_tune_is_a_number_of_layers_and_a_model_without_a_layer_list_says_so():
+    from seqlab.features.contextual import _layer_stack
+
+    with pytest.raises(ValueError, match="fine_tune"):
+        ContextualConfig(fine_tune=True)
+    model = torch.nn.Linear(2, 2)
+    model.config = type("C", (), {"num_hidden_layers": 3})()
+    with pytest.raises(SeqlabError, match="cannot find this model's 3 layers.*set it to 3"):
+        _layer_stack(model, "model.embedder.features.ctx.fine_tune")
+
+
 def test_missing_model_folder(tmp_path, tiny_corpus):
     import yaml
 

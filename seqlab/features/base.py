@@ -52,11 +52,12 @@ class FeatureModule(nn.Module):
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor | None:  # pragma: no cover
         raise NotImplementedError
 
-    def remember_for_scoring(self, on: bool) -> None:
+    def remember_for_scoring(self, on: bool) -> bool:
         """While ``on``, a feature whose outputs are a fixed function of its inputs (a frozen model's states)
         may keep them across evaluation passes: the trainer turns this on for its dev scoring after each
-        epoch, which sees the same sentences every time, and off when training ends. Features with nothing
-        worth keeping ignore it."""
+        epoch, which sees the same sentences every time, and off when training ends. Returns whether it keeps
+        them (so the first scoring costs more than the next); features with nothing worth keeping ignore it."""
+        return False
 
 
 class Featurizer(ABC):

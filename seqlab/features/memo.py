@@ -83,8 +83,9 @@ class MemoizedModule(FeatureModule):
         self.memo = WindowMemo(self.cache_bytes)  # training passes
         self.scoring_memo: WindowMemo | None = None  # the trainer's dev scoring, while it is on
 
-    def remember_for_scoring(self, on: bool) -> None:
+    def remember_for_scoring(self, on: bool) -> bool:
         self.scoring_memo = WindowMemo(self.cache_bytes) if on and self.cache_bytes else None
+        return self.scoring_memo is not None
 
     def active_memo(self) -> WindowMemo | None:
         """The memo this pass reads and fills, or None to compute every row."""

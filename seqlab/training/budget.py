@@ -40,6 +40,7 @@ class Costs:
     # the costliest dev scoring: the first one, where features that keep a memo (a transformer's states) ran in
     # full, as they will on the test set
     dev_full: float | None = None
+    scorings: int = 0  # dev scorings so far
 
     def add_step(self, seconds: float) -> None:
         self.steps_seen += 1
@@ -51,6 +52,8 @@ class Plan:
 
     ``budget``: seconds, or None to plan in steps (``total_steps``: max_epochs x steps per epoch).
     ``final_ratio``: the final scoring's cost in dev scorings (test size over dev size, and the reload).
+    ``memos``: whether features keep their states across dev scorings, so that the first scoring (which fills
+    them) costs more than the next; its cost then does not space the second one out.
     """
 
     #: Before the first dev scoring, the share of the budget kept for scoring.
@@ -58,8 +61,17 @@ class Plan:
     #: Dev scoring takes at most about this share of the time between two scorings.
     MAX_EVAL_SHARE = 0.1
 
-    def __init__(self, budget: float | None, total_steps: int, evals: int, final_ratio: float, clock: RunClock):
+    def __init__(
+        self,
+        budget: float | None,
+        total_steps: int,
+        evals: int,
+        final_ratio: float,
+        clock: RunClock,
+        memos: bool = False,
+    ):
         self.budget = budget
+        self.memos = memos
         self.total_steps = max(total_steps, 1)
         self.evals = evals
         self.final_ratio = final_ratio
@@ -107,22 +119,29 @@ class Plan:
 
     def eval_due(self, epoch_end: bool) -> bool:
         """Dev scoring now? Without a budget at each epoch's end; with one, every ``budget / evals`` seconds (and
-        not more often than ``MAX_EVAL_SHARE`` allows once a scoring's cost is known)."""
+        not more often than ``MAX_EVAL_SHARE`` allows once a scoring's cost is known: with ``memos``, once a
+        scoring has read them)."""
         if self.budget is None:
             return epoch_end
         interval = self.budget / self.evals
-        if self.costs.dev is not None:
+        if self.costs.dev is not None and not (self.memos and self.costs.scorings < 2):
             interval = max(interval, self.costs.dev / self.MAX_EVAL_SHARE)
         return self.clock.elapsed() - self.last_eval >= interval
 
     def scored(self, seconds: float) -> None:
         self.costs.dev = seconds
         self.costs.dev_full = max(seconds, self.costs.dev_full or 0.0)
+        self.costs.scorings += 1
         self.last_eval = self.clock.elapsed()
 
     def measured(self) -> dict:
         """The costs measured so far, for the checkpoint: a resumed run plans with them from its first step."""
-        return {"step": self.costs.step, "dev": self.costs.dev, "dev_full": self.costs.dev_full}
+        return {
+            "step": self.costs.step,
+            "dev": self.costs.dev,
+            "dev_full": self.costs.dev_full,
+            "scorings": self.costs.scorings,
+        }
 
     def remember(self, measured: dict | None) -> None:
         """Take the costs of :meth:`measured` back (nothing for checkpoints without them)."""
@@ -132,4 +151,5 @@ class Plan:
                 dev=measured["dev"],
                 steps_seen=1 if measured["step"] else 0,
                 dev_full=measured.get("dev_full"),  # None in checkpoints older than it
+                scorings=measured.get("scorings", 2 if measured["dev"] is not None else 0),  # older: as before it
             )

@@ -143,11 +143,13 @@ def _nonnegative(value: object) -> bool:
 
 
 def _costs(value: object) -> bool:
-    """seqlab.training.budget.Plan.measured(): {step: seconds, dev and dev_full: seconds or null}, or null."""
+    """seqlab.training.budget.Plan.measured(): {step: seconds, dev and dev_full: seconds or null, scorings: a
+    count (absent in older checkpoints)}, or null."""
     return value is None or (
         isinstance(value, dict)
         and _nonnegative(value.get("step"))
         and all(value.get(key) is None or _nonnegative(value.get(key)) for key in ("dev", "dev_full"))
+        and ("scorings" not in value or _count(value["scorings"]))
     )
 
 
@@ -167,7 +169,7 @@ TRAINER_KEYS: dict[str, tuple[bool, object, str]] = {
     "step_in_epoch": (False, _count, "an integer >= 0"),
     "elapsed": (False, _nonnegative, "seconds: a finite number >= 0"),
     "best_dev": (False, lambda v: v is None or isinstance(v, dict), "an object of dev scores"),
-    "costs": (False, _costs, "{step: seconds, dev and dev_full: seconds or null}"),
+    "costs": (False, _costs, "{step: seconds, dev and dev_full: seconds or null, scorings: a count}"),
 }
 
 

@@ -43,7 +43,7 @@ from seqlab.training.averaging import WeightAverage
 from seqlab.training.budget import Plan, RunClock
 from seqlab.training.checkpoint import check_optimizer_state, load_checkpoint, save_checkpoint
 from seqlab.training.ranks import Ranks
-from seqlab.training.step import learning_rate, make_optimizer, seed_everything, train_step
+from seqlab.training.step import learning_rate, make_optimizer, parameter_groups, seed_everything, train_step
 
 log = logging.getLogger("seqlab")
 
@@ -125,7 +125,7 @@ def _train_rank(
             )
         checkpoint = load_checkpoint(ckpt_dir)
         state, extra = checkpoint.trainer, checkpoint.extra
-        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
+        optimizer = make_optimizer(parameter_groups(tagger.net), cfg, ranks.world == 1)
         trained_with = state.pop("optimizer_type", None)
         if trained_with not in (None, type(optimizer).__name__):
             raise SeqlabError(
@@ -165,7 +165,7 @@ def _train_rank(
         if ranks.main and (out / "log.jsonl").exists():
             (out / "log.jsonl").unlink()
         tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
-        optimizer = make_optimizer([p for p in tagger.net.parameters() if p.requires_grad], cfg, ranks.world == 1)
+        optimizer = make_optimizer(parameter_groups(tagger.net), cfg, ranks.world == 1)
         state = {
             "epoch": 0,
             "step_in_epoch": 0,
@@ -206,8 +206,8 @@ def _train_rank(
     )
 
     features = [m for m in net.modules() if isinstance(m, FeatureModule)]
-    for feature in features:  # dev scoring sees the same sentences every epoch (seqlab.features.contextual)
-        feature.remember_for_scoring(True)
+    # dev scoring sees the same sentences every epoch (seqlab.features.contextual): memos make later scorings cheaper
+    memos = [feature.remember_for_scoring(True) for feature in features]
     budget = cfg.budget_seconds
     per_epoch = len(
         batch_groups(
@@ -219,7 +219,9 @@ def _train_rank(
             length=cfg.batch_length,
         )
     )
-    plan = Plan(budget, cfg.max_epochs * per_epoch, cfg.budget_evals, _token_ratio(corpus.test, corpus.dev), clock)
+    plan = Plan(
+        budget, cfg.max_epochs * per_epoch, cfg.budget_evals, _token_ratio(corpus.test, corpus.dev), clock, any(memos)
+    )
     plan.remember(state.get("costs"))
     if budget is not None:
         log.info(
@@ -261,8 +263,9 @@ def _train_rank(
         )
         for step in bar:
             if per_step or step == first:
+                rate = learning_rate(cfg, epoch, step, len(batches), done, plan.progress(done))
                 for group in optimizer.param_groups:
-                    group["lr"] = learning_rate(cfg, epoch, step, len(batches), done, plan.progress(done))
+                    group["lr"] = rate * group.get("lr_scale", 1.0)
             shard, started = batches[step], time.perf_counter()
             losses = train_step(trained, shard.batch.to(device), optimizer, params, cfg, shard.scale)
             loss = float(losses.sum())
