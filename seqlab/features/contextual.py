@@ -459,7 +459,8 @@ class ContextualFeaturizer(Featurizer):
             config.lr_scale,
             below,
         )
-        if below:
+        # a shapes-only build (seqlab.runtime.cost.parameter_shapes) may hold weights on the meta device: nothing to run
+        if below and not any(p.is_meta for p in self._model.parameters()):
             _check_layers_apart(module, self._tokenizer, self.key + ".fine_tune")
         return module
 
