@@ -249,20 +249,22 @@ class ContextualEmbedding(MemoizedModule):
 
     def _run(self, ids: Tensor, attention: Tensor) -> Tensor:
         """(windows, width) -> the mean of the chosen hidden layers, (windows, width, dim)."""
-        model = self.transformer
-        if next(model.parameters()).device != ids.device:
-            model.to(ids.device)
+        model = self._transformer_on(ids.device)
         grads = contextlib.nullcontext() if self.fine_tuned else torch.no_grad()
         with grads, torch.autocast(ids.device.type, torch.bfloat16, enabled=self._bfloat16(ids.device)):
             out = model(input_ids=ids, attention_mask=attention.long(), output_hidden_states=True)
             return torch.stack([out.hidden_states[i].float() for i in self.layers]).mean(0)
 
+    def _transformer_on(self, device: torch.device):
+        """The transformer, moved to ``device`` if it is not there (a frozen one is not a submodule)."""
+        if next(self.transformer.parameters()).device != device:
+            self.transformer.to(device)
+        return self.transformer
+
     def _frozen(self, ids: Tensor, attention: Tensor) -> Tensor:
         """The frozen layers' part for the trained ones on top: the last frozen layer's states and the sum of the
         chosen hidden states up to it, side by side. (windows, width, 2 * dim)"""
-        model = self.transformer
-        if next(model.parameters()).device != ids.device:
-            model.to(ids.device)
+        model = self._transformer_on(ids.device)
         with torch.no_grad():
             hidden = embedded = model.embeddings(input_ids=ids)  # (windows, width, dim)
             total = embedded * self.layer_counts.get(0, 0)
@@ -293,8 +295,9 @@ class ContextualEmbedding(MemoizedModule):
         """The states of each window's own sub-words moved to where a window without context has them: row w's
         position p holds its position p + left[w] (its context's first ``left[w]`` sub-words skipped), so that
         position 1 is its first own sub-word. (windows, subwords, dim)"""
-        if self.below and (self.training or self.scoring_memo is not None):  # the frozen layers' memo
-            states = self._tuned(ids, attention, self.active_memo())
+        memo = self.active_memo()
+        if self.below and memo is not None:  # the frozen layers' states from their memo
+            states = self._tuned(ids, attention, memo)
         else:
             states = self._run(ids, attention)  # (windows, subwords, dim)
         if not bool(left.any()):
