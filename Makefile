@@ -31,9 +31,14 @@ browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
 	  echo "note: no chromium (apt-get install chromium): the web viewer test will be skipped"
 
+# The suite runs on up to 4 processes (pytest-xdist, one test file to each at a time), then the tests marked
+# serial alone: their timeouts are about how long a process takes, which other processes beside it would change.
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
+
 test: $(STAMP) browser
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile -m 'not slow and not serial'
+	$(PY) -m pytest -q -p no:cacheprovider -m 'serial and not slow'
 
 clean:
 	rm -rf runs .pytest_cache

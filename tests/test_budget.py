@@ -193,6 +193,20 @@ def test_resume_continues_the_clock(tiny_corpus, tmp_path, warm):
     assert longer.elapsed_s < 6.0 * 5  # a generous bound: the machine may be busy
 
 
+def test_a_run_its_budget_ended_trains_no_more_when_resumed_with_that_budget(tiny_corpus, tmp_path, warm, monkeypatch):
+    """The clock ended the run; resumed with the same budget, it goes to the final scoring even where the costs
+    measured since would leave room for more steps (its last dev scoring was faster than those before)."""
+
+    def steps():
+        return json.loads((tmp_path / "run" / "results.json").read_text())["steps"]
+
+    train(_budgeted(tiny_corpus, "3s"), tmp_path / "run", progress=False)
+    n, done = len(_log(tmp_path / "run")), steps()
+    monkeypatch.setattr(Plan, "finished", lambda self, done: done >= self.total_steps)  # room left, it says
+    train(_budgeted(tiny_corpus, "3s"), tmp_path / "run", resume=True, progress=False)
+    assert steps() == done and len(_log(tmp_path / "run")) == n
+
+
 def test_budget_on_the_command_line(tiny_corpus, tmp_path):
     cfg = tmp_path / "c.yaml"
     import yaml

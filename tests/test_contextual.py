@@ -553,19 +553,17 @@ def test_predict_writes_a_bad_files_whole_chunks_before_its_error_and_document_b
     assert [(r["tokens"], r["document"]) for r in lines] == [(s.tokens, s.document) for s in back]  # jsonl too
 
 
-def test_predict_output_does_not_depend_on_chunk_or_workers(context_run, tmp_path):
+def test_predict_output_does_not_depend_on_chunk_or_workers(context_run, capsys):
     """`seqlab predict` reads a context model's input in chunks (and workers): the sentences around each are
     those of the whole file, so the output is the same bytes for any --chunk and --workers."""
-    import subprocess
-    import sys
+    from seqlab.cli import main
 
     path, run_dir, _ = context_run
     outputs = set()
     for extra in (["--chunk", "1000"], ["--chunk", "3"], ["--chunk", "1"], ["--chunk", "4", "--workers", "2"]):
-        command = [sys.executable, "-m", "seqlab", "-q", "predict", str(run_dir / "model"), str(path), *extra]
-        done = subprocess.run(command, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        outputs.add(done.stdout)
+        capsys.readouterr()
+        assert main(["-q", "predict", str(run_dir / "model"), str(path), *extra]) == 0  # workers: real processes
+        outputs.add(capsys.readouterr().out)
     assert len(outputs) == 1 and outputs.pop().count("\n\n") == 20
 
 

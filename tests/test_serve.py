@@ -695,6 +695,7 @@ def test_the_watchdog_judges_a_starting_worker_by_its_start_timeout_then_by_hear
     assert slot.hang(watchdog, 1e6) is None
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc for the worker processes")
 def test_a_worker_stuck_while_starting_is_killed_after_the_start_timeout(shared_tiny_model, tmp_path):
     """A replacement worker stopped (SIGSTOP) before its first heartbeat, as one stuck loading its model, is
@@ -733,6 +734,7 @@ def _worker_pids(server) -> set[int]:
     return {pid for pid, cmd in _descendants(server.pid).items() if "spawn_main" in cmd and _running(pid)}
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc for the worker processes")
 def test_a_hung_worker_is_killed_and_replaced(shared_tiny_model, tmp_path):
     """A worker stopped with SIGSTOP sends no heartbeat, as one whose event loop is blocked: the parent kills

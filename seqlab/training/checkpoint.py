@@ -154,7 +154,8 @@ def _costs(value: object) -> bool:
 
 
 #: The trainer state's keys: (required, check, what a valid value is). ``steps``, ``step_in_epoch``,
-#: ``elapsed``, ``best_dev`` and ``costs`` are absent from older checkpoints.
+#: ``elapsed``, ``best_dev`` and ``costs`` are absent from older checkpoints; ``ended_budget`` (the budget whose
+#: clock ended the run) from those of runs that have not ended so.
 TRAINER_KEYS: dict[str, tuple[bool, object, str]] = {
     "epoch": (True, _count, "an integer >= 0"),
     "best_epoch": (True, _nonnegative, "a number >= 0 (an epoch, fractional for a mid-epoch scoring)"),
@@ -170,6 +171,7 @@ TRAINER_KEYS: dict[str, tuple[bool, object, str]] = {
     "elapsed": (False, _nonnegative, "seconds: a finite number >= 0"),
     "best_dev": (False, lambda v: v is None or isinstance(v, dict), "an object of dev scores"),
     "costs": (False, _costs, "{step: seconds, dev and dev_full: seconds or null, scorings: a count}"),
+    "ended_budget": (False, lambda v: v is None or _nonnegative(v), "seconds: a finite number >= 0, or null"),
 }
 
 

@@ -234,9 +234,11 @@ def _train_rank(
     if done is None:
         done = state["epoch"] * per_epoch
     segment = Segment()
-    # a resumed run that had ended (its plan done, or patience spent) goes on to the final scoring only
+    # a resumed run that had ended (its plan done, its budget spent, or patience) goes on to the final scoring only;
+    # a budget's end is kept as it was decided, not decided again on costs measured since (a faster last scoring)
     stop = bool(state["history"]) and (
         plan.finished(done)
+        or (budget is not None and budget <= (state.get("ended_budget") or 0.0))
         or state["epoch"] >= cfg.max_epochs
         or (budget is None and state["bad_epochs"] >= cfg.patience)
     )
@@ -284,6 +286,8 @@ def _train_rank(
             if not (decide[0] or decide[1] or (not state["history"] and epoch_end)):
                 continue
             epochs = epoch + 1 if epoch_end else round(epoch + (step + 1) / len(batches), 3)
+            if decide[1] and budget is not None and done < plan.total_steps:
+                state["ended_budget"] = budget  # the clock ended it: resuming with this budget trains no more
             state = _score(
                 tagger,
                 corpus.dev,
