@@ -9,6 +9,7 @@ import pickle
 import shutil
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -331,29 +332,40 @@ def test_a_word_read_alone_is_lacs_reading_of_it_as_a_sentence(emissions):
     assert copy.vectors(torch.tensor([2]))[0].equal(vectors[2])
 
 
-@pytest.fixture(scope="module")
-def lac_words_run(tmp_path_factory):
+def train_flat_on_20_sentences(root: Path, **lattice) -> tuple[Path, Path, Any]:
+    """A FLAT tagger trained to overfit 20 sentences, its lattice with the options ``lattice``: (corpus, run
+    folder, training result)."""
     from seqlab.training import train
 
-    root = tmp_path_factory.mktemp("lac_words")
     corpus, lexicon = root / "train.bmes", root / "lexicon.txt"
     make_corpus(corpus)
     lexicon.write_text("北京\n大学\n清华大学\n工程师\n", encoding="utf-8")
     raw = raw_config(corpus, lexicon)
-    raw["model"]["embedder"]["features"]["lexicon"]["lac"] = True
+    raw["model"]["embedder"]["features"]["lexicon"].update(lattice)
     raw["train"]["max_epochs"] = raw["train"]["patience"] = 25
     result = train(config_from_dict(raw), root / "run", progress=False)
     return corpus, root / "run", result
 
 
-def test_a_flat_tagger_with_lac_words_overfits_and_reloads_identically(lac_words_run, tmp_path):
-    corpus, run_dir, result = lac_words_run
+@pytest.fixture(scope="module")
+def lac_words_run(tmp_path_factory):
+    return train_flat_on_20_sentences(tmp_path_factory.mktemp("lac_words"), lac=True)
+
+
+def assert_overfit_and_reloaded(run: tuple[Path, Path, Any], tmp_path: Path) -> Tagger:
+    """The run of :func:`train_flat_on_20_sentences` tags its 20 sentences right, and its saved model tags new text
+    the same after a reload; the model."""
+    corpus, run_dir, result = run
     assert result.test["f1"] == 100.0
     tagger = Tagger.load(run_dir / "model")
+    text = ["王小明毕业于清华大学，现任华为技术有限公司工程师。", "北京大学的工程师"]
+    assert_reloads_identically(tagger, text, corpus, tmp_path)
+    return tagger
+
+
+def test_a_flat_tagger_with_lac_words_overfits_and_reloads_identically(lac_words_run, tmp_path):
+    tagger = assert_overfit_and_reloaded(lac_words_run, tmp_path)
     assert tagger.net.embedder.lexicon.lac.weight.shape == (12, WORD_DIM)  # trained: LAC's reading -> the word's dim
-    assert_reloads_identically(
-        tagger, ["王小明毕业于清华大学，现任华为技术有限公司工程师。", "北京大学的工程师"], corpus, tmp_path
-    )
 
 
 def test_a_lac_words_model_without_its_lac_state_or_with_other_files_is_refused(lac_words_run, tmp_path):

