@@ -169,6 +169,11 @@ def load_transformer(spec: str, key: str, spaces: bool):
     return tokenizer, model
 
 
+def word_pieces(tokenizer, word: str) -> list[int]:
+    """The sub-word ids of ``word`` alone, without special tokens; ``[UNK]`` for a word the tokenizer gives none."""
+    return tokenizer(word, add_special_tokens=False)["input_ids"] or [tokenizer.unk_token_id]
+
+
 def _load_folder(spec: str, key: str):
     """(tokenizer, model) from a local Hugging Face folder (transformers is there: :func:`load_transformer` checked)."""
     from transformers import AutoModel, AutoTokenizer
@@ -364,7 +369,7 @@ class ContextualFeaturizer(Featurizer):
     def _word(self, word: str) -> list[int]:
         hit = self._pieces.get(word)
         if hit is None:
-            hit = self._tokenizer(word, add_special_tokens=False)["input_ids"] or [self._tokenizer.unk_token_id]
+            hit = word_pieces(self._tokenizer, word)
             if len(self._pieces) < MEMO_TOKENS:
                 self._pieces[word] = hit
         return hit

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from seqlab.errors import SeqlabError
-from seqlab.features.contextual import load_transformer
+from seqlab.features.contextual import load_transformer, word_pieces
 from seqlab.features.word_table import WordTable
 
 BATCH = 256  # words of one length read together
@@ -61,7 +61,7 @@ class TransformerWords(WordTable):
         by_length: dict[int, list[int]] = defaultdict(list)  # pieces (with [CLS], [SEP]) -> the words' places
         tok = self._tokenizer
         room = self._model.config.max_position_embeddings - 2  # a word longer than that keeps its first pieces
-        own = [tok(w, add_special_tokens=False)["input_ids"][:room] or [tok.unk_token_id] for w in words]
+        own = [word_pieces(tok, w)[:room] for w in words]
         ids = [[tok.cls_token_id, *pieces, tok.sep_token_id] for pieces in own]
         for k, pieces in enumerate(ids):
             by_length[len(pieces)].append(k)
