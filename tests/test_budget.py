@@ -53,7 +53,7 @@ def test_a_schedule_key_of_another_schedule_is_refused():
 def test_plan_without_a_budget_counts_steps():
     plan = Plan(None, 100, 20, 1.0, RunClock())
     assert plan.progress(25) == 0.25 and not plan.finished(99) and plan.finished(100)
-    assert plan.eval_due(True) and not plan.eval_due(False)
+    assert plan.eval_due(True, 0) and not plan.eval_due(False, 0)
 
 
 def test_plan_with_a_budget_keeps_time_for_the_final_scoring():
@@ -67,9 +67,9 @@ def test_plan_with_a_budget_keeps_time_for_the_final_scoring():
     clock.before = 90.0
     assert plan.finished(0) and plan.progress(0) == 1.0
     clock.before = 85.0
-    assert plan.eval_due(False) is False  # 35 s since the last scoring, but 4 s / 0.1 = 40 s is the least gap
+    assert plan.eval_due(False, 0) is False  # 35 s since the last scoring, but 4 s / 0.1 = 40 s is the least gap
     clock.before = 91.0
-    assert plan.eval_due(False)
+    assert plan.eval_due(False, 0)
 
 
 def test_the_final_scoring_is_planned_at_the_cost_of_a_scoring_without_memos():
@@ -89,14 +89,14 @@ def test_with_memos_the_first_scorings_cost_does_not_space_out_the_second():
     plan = Plan(1000.0, 10**9, 10, 2.0, clock, memos=True)
     plan.scored(50.0)  # the first scoring fills the memos: 50 s, the next will read them
     clock.before = 100.0  # a tenth of the budget later (50 s / 0.1 = 500 s without memos)
-    assert plan.eval_due(False)
+    assert plan.eval_due(False, 0)
     plan.scored(20.0)
     clock.before = 250.0  # 150 s later: past budget / evals, not past 20 s / 0.1
-    assert not plan.eval_due(False)  # from the second on, a scoring's cost spaces them out as before
+    assert not plan.eval_due(False, 0)  # from the second on, a scoring's cost spaces them out as before
     without = Plan(1000.0, 10**9, 10, 2.0, RunClock(before=0.0))
     without.scored(50.0)
     without.clock.before = 100.0
-    assert not without.eval_due(False)
+    assert not without.eval_due(False, 0)
     resumed = Plan(1000.0, 10**9, 10, 2.0, RunClock(), memos=True)
     resumed.remember({"step": 0.1, "dev": 50.0, "dev_full": 50.0})  # a checkpoint from before the count
     assert resumed.costs.scorings == 2  # planned as it was
@@ -158,10 +158,32 @@ def test_training_goes_on_in_training_mode_after_a_dev_scoring_inside_an_epoch(t
         return step(trained, *args, **kwargs)
 
     monkeypatch.setattr(loop, "train_step", recording_step)
-    monkeypatch.setattr(Plan, "eval_due", lambda self, epoch_end: True)  # dev after every step: 4 a 20-sentence epoch
+    monkeypatch.setattr(
+        Plan, "eval_due", lambda self, epoch_end, done_steps: True
+    )  # dev after every step: 4 a 20-sentence epoch
     train(_budgeted(tiny_corpus, "10m", max_epochs=2, batch_size=5), tmp_path / "run", progress=False)
     assert [r["epoch"] for r in _log(tmp_path / "run")] == [0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2]
     assert len(modes) == 8 and all(modes)
+
+
+def test_where_max_epochs_ends_a_budgeted_run_first_dev_is_scored_over_the_steps_time():
+    """A 1000 s budget that 100 one-second steps end at about 100 s: its 10 scorings are 10 s apart, not 100 s."""
+    clock = RunClock()
+    capped, open_ended = Plan(1000.0, 100, 10, 1.0, clock), Plan(1000.0, 10**9, 10, 1.0, clock)
+    clock.before = 11.0
+    assert not capped.eval_due(False, 0)  # no pace measured yet: the budget's 100 s apart
+    for plan in (capped, open_ended):
+        plan.costs.add_step(1.0)
+    assert capped.steps_finish(10) == pytest.approx(101.0, abs=0.5)
+    assert capped.eval_due(False, 10) and not open_ended.eval_due(False, 10)
+    clock.before = 5.0
+    assert not capped.eval_due(False, 10)  # 5 s since the start: under 10 s
+    clock.before = 11.0
+    capped.scored(2.0)  # a 2 s scoring: the gap grows to 20 s
+    clock.before = 25.0
+    assert not capped.eval_due(False, 10)
+    clock.before = 32.0
+    assert capped.eval_due(False, 10)
 
 
 def test_a_budget_that_max_epochs_cuts_short_is_reported(tiny_corpus, tmp_path, caplog):

@@ -7,7 +7,8 @@ has spent, those of earlier sessions included (a resumed run carries them in its
 
 - how far the run is (``progress``, 0 to 1), which drives the learning-rate schedule (warm-up and decay are
   fractions of the run);
-- whether dev is to be scored now (``budget_evals`` times over the run, never more than about a tenth of the time);
+- whether dev is to be scored now (``budget_evals`` times over the run, which ends at the budget or sooner where
+  max_epochs ends it first; never more than about a tenth of the time);
 - whether to stop training now, so that the last dev scoring and the test scoring still end inside the budget.
 
 Without a budget the run is planned in optimiser steps: ``max_epochs`` epochs, dev scored at each epoch's end.
@@ -109,21 +110,27 @@ class Plan:
     #: Below this share of the budget, a run that ``max_epochs`` ends is reported (:meth:`steps_end_early`).
     EARLY_SHARE = 0.7
 
-    def steps_end_early(self, done_steps: int) -> float | None:
+    def steps_finish(self, done_steps: int) -> float | None:
         """With a budget: the clock time at which, at the pace measured so far, ``total_steps`` (max_epochs) will
-        end training, where that comes before ``EARLY_SHARE`` of the training time; else None."""
+        end training; None without a budget or before a step is measured."""
         if self.budget is None or not self.costs.steps_seen:
             return None
-        finish = self.clock.elapsed() + max(self.total_steps - done_steps, 0) * self.costs.step
-        return finish if finish < self.EARLY_SHARE * self.end() else None
+        return self.clock.elapsed() + max(self.total_steps - done_steps, 0) * self.costs.step
 
-    def eval_due(self, epoch_end: bool) -> bool:
-        """Dev scoring now? Without a budget at each epoch's end; with one, every ``budget / evals`` seconds (and
-        not more often than ``MAX_EVAL_SHARE`` allows once a scoring's cost is known: with ``memos``, once a
-        scoring has read them)."""
+    def steps_end_early(self, done_steps: int) -> float | None:
+        """:meth:`steps_finish`, where that comes before ``EARLY_SHARE`` of the training time; else None."""
+        finish = self.steps_finish(done_steps)
+        return finish if finish is not None and finish < self.EARLY_SHARE * self.end() else None
+
+    def eval_due(self, epoch_end: bool, done_steps: int) -> bool:
+        """Dev scoring now? Without a budget at each epoch's end; with one, ``evals`` times over the run: every
+        ``budget / evals`` seconds, or a share of the time max_epochs leaves where that ends training first (at
+        the pace measured so far), and not more often than ``MAX_EVAL_SHARE`` allows once a scoring's cost is
+        known (with ``memos``, once a scoring has read them)."""
         if self.budget is None:
             return epoch_end
-        interval = self.budget / self.evals
+        finish = self.steps_finish(done_steps)
+        interval = (self.budget if finish is None else min(self.budget, finish)) / self.evals
         if self.costs.dev is not None and not (self.memos and self.costs.scorings < 2):
             interval = max(interval, self.costs.dev / self.MAX_EVAL_SHARE)
         return self.clock.elapsed() - self.last_eval >= interval

@@ -280,7 +280,7 @@ def _train_rank(
             done += 1
             epoch_end = step + 1 == len(batches)
             state.update(epoch=epoch + epoch_end, step_in_epoch=0 if epoch_end else step + 1, steps=done)
-            decide = (plan.eval_due(epoch_end), plan.finished(done))
+            decide = (plan.eval_due(epoch_end, done), plan.finished(done))
             if budget is not None:  # the clock decides: rank 0's reading for every rank
                 decide = ranks.broadcast(decide)
             if not (decide[0] or decide[1] or (not state["history"] and epoch_end)):
@@ -306,8 +306,8 @@ def _train_rank(
             net.train()  # scoring dev left it in eval mode: dropout back on for the rest of the epoch
             if len(state["history"]) == 1 and (finish := plan.steps_end_early(done)) is not None:
                 log.warning(
-                    "at this pace train.max_epochs (%d) ends training after about %.0f s of the %.0f s budget: "
-                    "raise it to use the whole budget",
+                    "at this pace train.max_epochs (%d) ends training after about %.0f s of the %.0f s budget; "
+                    "dev is scored over that time, and the rest of the budget is not used",
                     cfg.max_epochs,
                     finish,
                     budget,
