@@ -158,9 +158,8 @@ def test_training_goes_on_in_training_mode_after_a_dev_scoring_inside_an_epoch(t
         return step(trained, *args, **kwargs)
 
     monkeypatch.setattr(loop, "train_step", recording_step)
-    monkeypatch.setattr(
-        Plan, "eval_due", lambda self, epoch_end, done_steps: True
-    )  # dev after every step: 4 a 20-sentence epoch
+    # dev after every step: 4 a 20-sentence epoch
+    monkeypatch.setattr(Plan, "eval_due", lambda self, epoch_end, done_steps: True)
     train(_budgeted(tiny_corpus, "10m", max_epochs=2, batch_size=5), tmp_path / "run", progress=False)
     assert [r["epoch"] for r in _log(tmp_path / "run")] == [0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2]
     assert len(modes) == 8 and all(modes)
