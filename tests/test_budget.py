@@ -84,6 +84,21 @@ def test_the_final_scoring_is_planned_at_the_cost_of_a_scoring_without_memos():
     assert again.end() == pytest.approx(1000 - (1.5 * 3 * 3 + 1))
 
 
+def test_the_end_keeps_time_for_the_writes_after_a_scoring_and_the_reload_of_the_best_model():
+    # the end of a run: the last dev scoring, the best model and checkpoint written, the best model loaded again,
+    # test scored; the reload is planned at what building the model cost at the start, the writes at their costliest
+    plan = Plan(1000.0, 10**9, 10, 2.0, RunClock(), reload=12.0)
+    plan.scored(4.0)
+    plan.saved(2.0)  # a scoring that saved a better model as well as the checkpoint
+    plan.saved(0.5)  # one that wrote the checkpoint alone
+    assert plan.end() == pytest.approx(1000 - (1.5 * (4 + 2 + 4 * 2) + 12 + 1))
+    resumed = Plan(1000.0, 10**9, 10, 2.0, RunClock(), reload=5.0)  # this session loaded the checkpoint in 5 s
+    resumed.remember(plan.measured())
+    assert resumed.end() == pytest.approx(1000 - (1.5 * (4 + 2 + 4 * 2) + 5 + 1))
+    resumed.remember({"step": 0.0, "dev": 4.0, "dev_full": 4.0, "scorings": 1})  # a checkpoint from before saves
+    assert resumed.end() == pytest.approx(1000 - (1.5 * 4 * 3 + 5 + 1))
+
+
 def test_with_memos_the_first_scorings_cost_does_not_space_out_the_second():
     clock = RunClock()
     plan = Plan(1000.0, 10**9, 10, 2.0, clock, memos=True)

@@ -9,7 +9,8 @@ has spent, those of earlier sessions included (a resumed run carries them in its
   fractions of the run);
 - whether dev is to be scored now (``budget_evals`` times over the run, which ends at the budget or sooner where
   max_epochs ends it first; never more than about a tenth of the time);
-- whether to stop training now, so that the last dev scoring and the test scoring still end inside the budget.
+- whether to stop training now, so that the last dev scoring, its writes, the reload of the best model and the
+  test scoring still end inside the budget.
 
 Without a budget the run is planned in optimiser steps: ``max_epochs`` epochs, dev scored at each epoch's end.
 """
@@ -42,6 +43,7 @@ class Costs:
     # full, as they will on the test set
     dev_full: float | None = None
     scorings: int = 0  # dev scorings so far
+    save: float = 0.0  # the costliest writes after a dev scoring: the best model and the checkpoint
 
     def add_step(self, seconds: float) -> None:
         self.steps_seen += 1
@@ -55,6 +57,8 @@ class Plan:
     ``final_ratio``: the final scoring's cost in dev scorings (test size over dev size, and the reload).
     ``memos``: whether features keep their states across dev scorings, so that the first scoring (which fills
     them) costs more than the next; its cost then does not space the second one out.
+    ``reload``: seconds to load the best model for the final scoring, measured as this session's own building or
+    loading of the model (building reads the same features and more, so it bounds a load from above).
     """
 
     #: Before the first dev scoring, the share of the budget kept for scoring.
@@ -70,9 +74,11 @@ class Plan:
         final_ratio: float,
         clock: RunClock,
         memos: bool = False,
+        reload: float = 0.0,
     ):
         self.budget = budget
         self.memos = memos
+        self.reload = reload
         self.total_steps = max(total_steps, 1)
         self.evals = evals
         self.final_ratio = final_ratio
@@ -81,11 +87,13 @@ class Plan:
         self.last_eval = clock.elapsed()
 
     def reserve(self) -> float:
-        """Seconds kept at the end: one more dev scoring, the reload and the test scoring, with a margin."""
+        """Seconds kept at the end: one more dev scoring and its writes, the reload and the test scoring, with a
+        margin."""
         if self.costs.dev is None:
             return self.FIRST_RESERVE * self.budget
         full = self.costs.dev_full or self.costs.dev  # None: a checkpoint from before dev_full
-        return 1.5 * (self.costs.dev + full * self.final_ratio) + 2.0 * self.costs.step + 1.0
+        scorings = self.costs.dev + self.costs.save + full * self.final_ratio
+        return 1.5 * scorings + self.reload + 2.0 * self.costs.step + 1.0  # the reload is a bound already
 
     def end(self) -> float:
         """The clock time at which training ends."""
@@ -141,6 +149,10 @@ class Plan:
         self.costs.scorings += 1
         self.last_eval = self.clock.elapsed()
 
+    def saved(self, seconds: float) -> None:
+        """What the writes after a dev scoring cost (the costliest are kept: those that save a better model too)."""
+        self.costs.save = max(seconds, self.costs.save)
+
     def measured(self) -> dict:
         """The costs measured so far, for the checkpoint: a resumed run plans with them from its first step."""
         return {
@@ -148,6 +160,7 @@ class Plan:
             "dev": self.costs.dev,
             "dev_full": self.costs.dev_full,
             "scorings": self.costs.scorings,
+            "save": self.costs.save,
         }
 
     def remember(self, measured: dict | None) -> None:
@@ -159,4 +172,5 @@ class Plan:
                 steps_seen=1 if measured["step"] else 0,
                 dev_full=measured.get("dev_full"),  # None in checkpoints older than it
                 scorings=measured.get("scorings", 2 if measured["dev"] is not None else 0),  # older: as before it
+                save=measured.get("save", 0.0),
             )

@@ -114,6 +114,7 @@ def _train_rank(
         if note:
             log.warning(note)
     ranks.barrier()  # the other ranks read the checkpoint once rank 0 has put it back
+    model_started = time.perf_counter()  # what building or loading the model costs: the final reload's bound
     if resume and (ckpt_dir / "trainer.json").is_file():
         tagger = Tagger.load(ckpt_dir, device)
         if tagger.config.model != config.model or tagger.config.data != config.data:
@@ -179,6 +180,7 @@ def _train_rank(
         out.mkdir(parents=True, exist_ok=True)
         if ranks.main:
             atomic_write_text(out / "config.json", json.dumps(config.model_dump(mode="json"), indent=2))
+    model_seconds = time.perf_counter() - model_started
     net = tagger.net
     params = [p for p in net.parameters() if p.requires_grad]
     extra = ranks.own_rng(extra, cfg.seed, device)  # ranks > 0: dropout masks of their own
@@ -220,7 +222,13 @@ def _train_rank(
         )
     )
     plan = Plan(
-        budget, cfg.max_epochs * per_epoch, cfg.budget_evals, _token_ratio(corpus.test, corpus.dev), clock, any(memos)
+        budget,
+        cfg.max_epochs * per_epoch,
+        cfg.budget_evals,
+        _token_ratio(corpus.test, corpus.dev),
+        clock,
+        any(memos),
+        model_seconds,
     )
     plan.remember(state.get("costs"))
     if budget is not None:
@@ -411,6 +419,7 @@ def _score(
         started = time.perf_counter()
         dev = scores_dict(tagger.evaluate(dev_set, unseen="score").scores)
         plan.scored(time.perf_counter() - started)
+        started = time.perf_counter()  # the writes from here on: the best model, the log and the checkpoint
         improved = dev[metric] > state["best"]
         if improved:
             tagger.save(out / "model")
@@ -431,6 +440,7 @@ def _score(
     save_checkpoint(
         out / "checkpoint", tagger, optimizer, state, {**(average.state_tensors() if average else {}), **rank_rngs}
     )
+    plan.saved(time.perf_counter() - started)
     log.info(
         "epoch %s  loss %.3f  dev %s %.2f%s  %.0f s  %.1fs (%.0f sent/s)",
         record["epoch"],
