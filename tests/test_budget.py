@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -119,6 +120,9 @@ def test_with_memos_the_first_scorings_cost_does_not_space_out_the_second():
     assert resumed.costs.scorings == 2 and resumed.costs.dev == 20.0
 
 
+PLANNED = r"the best model loaded in [\d.]+ s \(planned [\d.]+ s\), test scored in [\d.]+ s \(planned [\d.]+ s\)"
+
+
 def _budgeted(path, budget: str, **train_over):
     raw = tiny_config(path).model_dump(mode="json")
     raw["train"].update(
@@ -145,9 +149,12 @@ def _log(folder):
     return [json.loads(x) for x in (folder / "log.jsonl").read_text().splitlines()]
 
 
-def test_a_budgeted_run_stops_in_time_and_reaches_the_end_of_its_schedule(tiny_corpus, tmp_path, warm):
+def test_a_budgeted_run_stops_in_time_and_reaches_the_end_of_its_schedule(tiny_corpus, tmp_path, warm, caplog):
     # on the CPU: the epochs 6 s buy are the CPU's (a GPU spends the first seconds starting)
-    result = train(_budgeted(tiny_corpus, "6s", device="cpu"), tmp_path / "run", progress=False)
+    with caplog.at_level("INFO", logger="seqlab"):
+        result = train(_budgeted(tiny_corpus, "6s", device="cpu"), tmp_path / "run", progress=False)
+    # the log sets the end's costs against the plan's, so that a run ending past its budget shows which one grew
+    assert [r for r in caplog.records if re.fullmatch(PLANNED, r.getMessage())]
     log = _log(tmp_path / "run")
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["budget_s"] == 6.0 and results["elapsed_s"] == result.elapsed_s

@@ -54,7 +54,7 @@ class Plan:
     """When to score dev and when to stop; how far the run is.
 
     ``budget``: seconds, or None to plan in steps (``total_steps``: max_epochs x steps per epoch).
-    ``final_ratio``: the final scoring's cost in dev scorings (test size over dev size, and the reload).
+    ``final_ratio``: the test scoring's cost in dev scorings (test's tokens over dev's).
     ``memos``: whether features keep their states across dev scorings, so that the first scoring (which fills
     them) costs more than the next; its cost then does not space the second one out.
     ``reload``: seconds to load the best model for the final scoring, measured as this session's own building or
@@ -91,9 +91,14 @@ class Plan:
         margin."""
         if self.costs.dev is None:
             return self.FIRST_RESERVE * self.budget
-        full = self.costs.dev_full or self.costs.dev  # None: a checkpoint from before dev_full
-        scorings = self.costs.dev + self.costs.save + full * self.final_ratio
+        scorings = self.costs.dev + self.costs.save + self.test_scoring()
         return 1.5 * scorings + self.reload + 2.0 * self.costs.step + 1.0  # the reload is a bound already
+
+    def test_scoring(self) -> float:
+        """The test scoring's planned seconds: the costliest dev scoring (features with a memo ran in full there,
+        as they will on test) times test's tokens over dev's; 0 before dev is scored."""
+        full = self.costs.dev_full or self.costs.dev or 0.0  # dev_full None: a checkpoint from before it
+        return full * self.final_ratio
 
     def end(self) -> float:
         """The clock time at which training ends."""
