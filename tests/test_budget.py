@@ -120,6 +120,23 @@ def test_with_memos_the_first_scorings_cost_does_not_space_out_the_second():
     assert resumed.costs.scorings == 2 and resumed.costs.dev == 20.0
 
 
+def test_a_resumed_runs_first_scoring_refills_the_memos_without_raising_the_next_scorings_cost():
+    plan = Plan(1000.0, 10**9, 10, 2.0, RunClock(), memos=True)
+    plan.scored(50.0)  # fills the memos
+    plan.scored(20.0)  # reads them
+    resumed = Plan(1000.0, 10**9, 10, 2.0, RunClock(), memos=True)
+    resumed.remember(plan.measured())
+    resumed.scored(60.0)  # this session's memos start empty: a full scoring again
+    assert resumed.costs.dev == 20.0 and resumed.costs.dev_full == 60.0  # the next reads them: 20 s
+    assert resumed.end() == pytest.approx(1000 - (1.5 * (20 + 60 * 2) + 1))
+    resumed.scored(25.0)
+    assert resumed.costs.dev == 25.0 and resumed.costs.dev_full == 60.0
+    without = Plan(1000.0, 10**9, 10, 2.0, RunClock())  # no memos: each scoring's cost is the next one's
+    without.remember(plan.measured())
+    without.scored(60.0)
+    assert without.costs.dev == 60.0
+
+
 PLANNED = r"the best model loaded in [\d.]+ s \(planned [\d.]+ s\), test scored in [\d.]+ s \(planned [\d.]+ s\)"
 
 

@@ -56,7 +56,8 @@ class Plan:
     ``budget``: seconds, or None to plan in steps (``total_steps``: max_epochs x steps per epoch).
     ``final_ratio``: the test scoring's cost in dev scorings (test's tokens over dev's).
     ``memos``: whether features keep their states across dev scorings, so that the first scoring (which fills
-    them) costs more than the next; its cost then does not space the second one out.
+    them) costs more than the next; its cost then does not space the second one out. A resumed run's first scoring
+    fills them again (they are not in the checkpoint): it counts as a full scoring, not as the next one's cost.
     ``reload``: seconds to load the best model for the final scoring, measured as this session's own building or
     loading of the model (building reads the same features and more, so it bounds a load from above).
     """
@@ -84,6 +85,7 @@ class Plan:
         self.final_ratio = final_ratio
         self.clock = clock
         self.costs = Costs()
+        self.session_scorings = 0  # dev scorings in this session (a resumed run's memos start empty)
         self.last_eval = clock.elapsed()
 
     def reserve(self) -> float:
@@ -149,9 +151,14 @@ class Plan:
         return self.clock.elapsed() - self.last_eval >= interval
 
     def scored(self, seconds: float) -> None:
-        self.costs.dev = seconds
+        # a resumed run's first scoring fills the memos again (they are not in the checkpoint): its cost is a full
+        # one, and the checkpoint's latest scoring stays the cost of the next
+        refill = self.memos and not self.session_scorings and self.costs.dev is not None
+        if not refill:
+            self.costs.dev = seconds
         self.costs.dev_full = max(seconds, self.costs.dev_full or 0.0)
         self.costs.scorings += 1
+        self.session_scorings += 1
         self.last_eval = self.clock.elapsed()
 
     def saved(self, seconds: float) -> None:
