@@ -85,7 +85,7 @@ class Plan:
         self.final_ratio = final_ratio
         self.clock = clock
         self.costs = Costs()
-        self.session_scorings = 0  # dev scorings in this session (a resumed run's memos start empty)
+        self.refilling = False  # a resumed run's memos start empty: its first scoring fills them again
         self.last_eval = clock.elapsed()
 
     def reserve(self) -> float:
@@ -151,14 +151,11 @@ class Plan:
         return self.clock.elapsed() - self.last_eval >= interval
 
     def scored(self, seconds: float) -> None:
-        # a resumed run's first scoring fills the memos again (they are not in the checkpoint): its cost is a full
-        # one, and the checkpoint's latest scoring stays the cost of the next
-        refill = self.memos and not self.session_scorings and self.costs.dev is not None
-        if not refill:
+        if not self.refilling:  # a refill's cost is a full one: the checkpoint's latest stays the next one's
             self.costs.dev = seconds
+        self.refilling = False
         self.costs.dev_full = max(seconds, self.costs.dev_full or 0.0)
         self.costs.scorings += 1
-        self.session_scorings += 1
         self.last_eval = self.clock.elapsed()
 
     def saved(self, seconds: float) -> None:
@@ -186,3 +183,4 @@ class Plan:
                 scorings=measured.get("scorings", 2 if measured["dev"] is not None else 0),  # older: as before it
                 save=measured.get("save", 0.0),
             )
+            self.refilling = self.memos and self.costs.dev is not None  # the memos are not in the checkpoint
