@@ -6,7 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from seqlab.nn.dropout import Dropout
+from seqlab.config import config_from_dict
+from seqlab.nn.dropout import Dropout, unk_dropout
+from seqlab.tagger import Tagger
+from tests.conftest import tiny_config, train_tiny
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
@@ -44,3 +47,39 @@ def test_masks_follow_the_seed():
     torch.manual_seed(3)
     b = Dropout(0.5).train()(x)
     assert torch.equal(a, b)
+
+
+def test_unk_dropout_reads_real_ids_as_unk_at_its_rate_and_only_in_training():
+    torch.manual_seed(0)
+    ids = torch.randint(2, 1000, (200, 50))  # (batch, seq_len)
+    ids[:, 40:] = 0  # padding
+    got = unk_dropout(ids, 0.3, 1, training=True)
+    hit = got != ids
+    assert (got[hit] == 1).all() and (got[:, 40:] == 0).all()  # only real ids, and only to <unk>
+    assert 0.28 < hit[:, :40].float().mean().item() < 0.32  # 8,000 draws at 0.3
+    assert unk_dropout(ids, 0.3, 1, training=False) is ids and unk_dropout(ids, 0.0, 1, training=True) is ids
+
+
+@pytest.mark.parametrize("feature", ["word", "bigram"])
+def test_unk_dropout_trains_the_unk_row_that_unseen_items_read(tmp_path_factory, feature):
+    """On the tiny corpus every item was seen in training, so <unk> is read only through unk_dropout: at 0 its row
+    keeps its initial value (Adam moves no row without a gradient), above 0 it is trained."""
+
+    def config(p: float, epochs: int):
+        def make(path):
+            raw = tiny_config(path).model_dump(mode="json")
+            features = raw["model"]["embedder"]["features"]
+            features["bigram"] = {"type": "bigrams", "dim": 8}
+            features[feature]["unk_dropout"] = p
+            raw["train"]["max_epochs"] = epochs
+            return config_from_dict(raw)
+
+        return make
+
+    def table(p: float, epochs: int) -> torch.Tensor:
+        _, run, _ = train_tiny(tmp_path_factory, f"unk-{feature}", config(p, epochs))
+        return dict(Tagger.load(run / "model").net.embedder.named_children())[feature].embed.weight.detach()
+
+    once, thrice, dropped = table(0.0, 1), table(0.0, 3), table(0.2, 3)  # the same seed: the same initial table
+    assert torch.equal(once[1], thrice[1]) and not torch.equal(once[2:], thrice[2:])  # <unk> untouched, others trained
+    assert not torch.equal(dropped[1], thrice[1])  # <unk> trained

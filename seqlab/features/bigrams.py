@@ -31,6 +31,13 @@ class BigramsConfig(FeatureConfig):
     )
     freeze: bool = Field(False, description="fine-tuned, as FLAT")
     min_count: int = Field(1, ge=1, le=1_000_000, description="bigrams seen fewer times map to <unk>")
+    unk_dropout: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="in training, each bigram is read as <unk> with this probability, so that the <unk> row that "
+        "bigrams unseen in training read at prediction time is trained; 0: <unk> keeps its random initial row",
+    )
 
     def output_dim(self) -> int:
         return self.dim
@@ -72,4 +79,5 @@ class BigramsFeaturizer(VocabFeaturizer):
     def module(self) -> WordEmbedding:
         init = None if self._init is None else torch.from_numpy(self._init)
         self._init = None
-        return WordEmbedding(len(self.vocab), self.config.dim, init, self.config.freeze)
+        c = self.config
+        return WordEmbedding(len(self.vocab), c.dim, init, c.freeze, c.unk_dropout, self.vocab.unk_index)

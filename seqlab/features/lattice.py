@@ -54,7 +54,7 @@ from seqlab.features.lexicon import JIEBA, Lexicon, WordEntry
 from seqlab.features.transformer_words import TransformerWords
 from seqlab.features.vectors import fit_vocab_and_table
 from seqlab.nn.context import Context
-from seqlab.nn.dropout import Dropout
+from seqlab.nn.dropout import Dropout, unk_dropout
 
 
 @FEATURES.register
@@ -83,6 +83,14 @@ class LatticeConfig(FeatureConfig):
     freeze: bool = Field(False, description="FLAT fine-tunes the word embeddings")
     min_count: int = Field(1, ge=1, le=1_000_000, description="words matched fewer times in training share <unk>")
     dropout: float = Field(0.5, ge=0.0, lt=1.0, description="on the word embeddings: FLAT's embedding dropout")
+    unk_dropout: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="in training, each word's own row is read as <unk> with this probability, so that the <unk> "
+        "row that the lexicon words unseen in training read at prediction time is trained; 0: <unk> keeps its "
+        "random initial row",
+    )
     word_tags: bool = Field(
         False,
         description="add an embedding of each word's tag in the lexicon file (the third column: jieba's part of "
@@ -132,9 +140,12 @@ class LatticeEmbedding(FeatureModule):
         num_bins: int = 0,
         lac: bool = False,
         reader_dim: int = 0,
+        unk_dropout: float = 0.0,
+        unk: int = 1,
     ):
         super().__init__()
         self.name = name
+        self.unk_dropout, self.unk = unk_dropout, unk  # in training, ids read as <unk> (seqlab.nn.dropout)
         self.embed = nn.Embedding(num_words, dim, padding_idx=0)
         if init is not None:
             self.embed.weight.data.copy_(init)
@@ -149,7 +160,8 @@ class LatticeEmbedding(FeatureModule):
         self.output_dim = 0
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> None:
-        words = self.embed(inputs["ids"])  # (batch, words, dim)
+        ids = unk_dropout(inputs["ids"], self.unk_dropout, self.unk, self.training)  # (batch, words)
+        words = self.embed(ids)  # (batch, words, dim); its tags, bins and readings below stay the word's own
         if self.tag_embed is not None:
             words = words + self.tag_embed(inputs["tags"])
         if self.bin_embed is not None:
@@ -337,6 +349,8 @@ class LatticeFeaturizer(VocabFeaturizer):
             c.frequency_bins,
             c.lac,
             self.reader.dim if self.reader is not None else 0,
+            c.unk_dropout,
+            self.vocab.unk_index,
         )
 
 

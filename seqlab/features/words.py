@@ -46,6 +46,7 @@ from seqlab.features.base import (
 from seqlab.features.vectors import MAX_EXTRA_BYTES, fit_vocab_and_table, source_of, vector_index, vector_source_present
 from seqlab.nn import rows
 from seqlab.nn.context import Context
+from seqlab.nn.dropout import unk_dropout
 
 log = logging.getLogger("seqlab")
 
@@ -60,6 +61,14 @@ class WordsConfig(FeatureConfig):
     freeze: bool = Field(False, description="the papers fine-tune the word embeddings")
     lowercase: bool = Field(True, description="GloVe 6B is uncased; casing is kept by the casing feature")
     min_count: int = Field(1, ge=1, le=1_000_000, description="keep every training word; rare ones still get trained")
+    unk_dropout: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="in training, each word is read as <unk> with this probability, so that the <unk> row that "
+        "words unseen in training (and without a vector) read at prediction time is trained; 0: <unk> keeps its "
+        "random initial row",
+    )
     replace_digits: bool = Field(False, description="map digits to 0 before lookup (NCRF++ option)")
     add_dev_test_words: bool = Field(
         True,
@@ -76,8 +85,11 @@ class WordsConfig(FeatureConfig):
 
 
 class WordEmbedding(FeatureModule):
-    def __init__(self, num_words: int, dim: int, init: Tensor | None, freeze: bool):
+    def __init__(
+        self, num_words: int, dim: int, init: Tensor | None, freeze: bool, unk_dropout: float = 0.0, unk: int = 1
+    ):
         super().__init__()
+        self.unk_dropout, self.unk = unk_dropout, unk  # in training, ids read as <unk> (seqlab.nn.dropout)
         self.embed = nn.Embedding(num_words, dim, padding_idx=0)
         if init is not None:
             self.embed.weight.data.copy_(init)
@@ -91,7 +103,7 @@ class WordEmbedding(FeatureModule):
         self.extra_count = 0
 
     def forward(self, inputs: dict[str, Tensor], ctx: Context) -> Tensor:
-        ids = inputs["ids"]
+        ids = unk_dropout(inputs["ids"], self.unk_dropout, self.unk, self.training)  # (batch, seq_len)
         weight = self.embed.weight
         if self.extra_count and not torch.jit.is_tracing():  # an exported graph has the trained table only
             base = weight.shape[0]
@@ -273,7 +285,8 @@ class WordsFeaturizer(VocabFeaturizer):
     def module(self) -> WordEmbedding:
         init = None if self._init is None else torch.from_numpy(self._init)
         self._init = None  # the table lives on in the module's weights
-        self._module = WordEmbedding(len(self.vocab), self.config.dim, init, self.config.freeze)
+        c = self.config
+        self._module = WordEmbedding(len(self.vocab), c.dim, init, c.freeze, c.unk_dropout, self.vocab.unk_index)
         self._extra_ids, self._absent, self._full = {}, set(), False
         self.set_vocab(self.vocab)  # the memo may hold ids of another module's extra rows
         return self._module
