@@ -83,3 +83,19 @@ def test_unk_dropout_trains_the_unk_row_that_unseen_items_read(tmp_path_factory,
     once, thrice, dropped = table(0.0, 1), table(0.0, 3), table(0.2, 3)  # the same seed: the same initial table
     assert torch.equal(once[1], thrice[1]) and not torch.equal(once[2:], thrice[2:])  # <unk> untouched, others trained
     assert not torch.equal(dropped[1], thrice[1])  # <unk> trained
+
+
+def test_the_lattice_reads_unk_for_a_words_own_row_only_in_training():
+    from seqlab.features.lattice import LatticeEmbedding
+    from seqlab.nn.context import Context
+
+    torch.manual_seed(0)  # at 0.999 a word keeps its own row with odds of 1 in 1,000; the seed fixes the draws
+    lattice = LatticeEmbedding("lexicon", num_words=6, dim=4, init=None, freeze=False, dropout=0.0, unk_dropout=0.999)
+    inputs = {"ids": torch.tensor([[2, 3, 4, 5], [5, 4, 0, 0]])}  # (batch, words), 0: padding
+    ids, table, ctx = inputs["ids"], lattice.embed.weight, Context.of(torch.ones(2, 3, dtype=torch.bool))
+    lattice.train()(inputs, ctx)
+    trained = ctx.latest("lexicon")  # (batch, words, dim)
+    assert torch.equal(trained[ids > 0], table[1].expand(6, 4))  # every real word read <unk>'s row
+    assert torch.equal(trained[ids == 0], table[0].expand(2, 4))  # padding stays padding
+    lattice.eval()(inputs, ctx)
+    assert torch.equal(ctx.latest("lexicon"), table[ids])  # prediction reads each word's own row
