@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
 from seqlab.data.sentence import Sentence
@@ -26,6 +27,19 @@ from seqlab.nn.context import Context
 from seqlab.registry import LayerConfig, Registry
 
 FEATURES: Registry = Registry("feature")
+
+
+def unk_dropout_field(items: str, unseen: str) -> Any:
+    """The ``unk_dropout`` option of a feature whose table is trained on its training items: in training each
+    item (``items``: 'each bigram') is read as <unk> with this probability, so that the <unk> row, which the
+    ``unseen`` ones read at prediction time, is trained (seqlab.nn.dropout.unk_dropout)."""
+    return Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description=f"in training, {items} is read as <unk> with this probability, so that the <unk> row that "
+        f"{unseen} read at prediction time is trained; 0: <unk> keeps its random initial row",
+    )
 
 
 class FeatureConfig(LayerConfig):

@@ -13,7 +13,7 @@ from pydantic import Field
 from torch import Tensor
 
 from seqlab.data.sentence import Sentence
-from seqlab.features.base import FEATURES, FeatureConfig, VocabFeaturizer, pad_ids
+from seqlab.features.base import FEATURES, FeatureConfig, VocabFeaturizer, pad_ids, unk_dropout_field
 from seqlab.features.vectors import fit_vocab_and_table
 from seqlab.features.words import WordEmbedding
 
@@ -31,13 +31,7 @@ class BigramsConfig(FeatureConfig):
     )
     freeze: bool = Field(False, description="fine-tuned, as FLAT")
     min_count: int = Field(1, ge=1, le=1_000_000, description="bigrams seen fewer times map to <unk>")
-    unk_dropout: float = Field(
-        0.0,
-        ge=0.0,
-        lt=1.0,
-        description="in training, each bigram is read as <unk> with this probability, so that the <unk> row that "
-        "bigrams unseen in training read at prediction time is trained; 0: <unk> keeps its random initial row",
-    )
+    unk_dropout: float = unk_dropout_field("each bigram", "bigrams unseen in training")
 
     def output_dim(self) -> int:
         return self.dim

@@ -48,7 +48,15 @@ from torch import Tensor, nn
 
 from seqlab.data.sentence import Sentence
 from seqlab.errors import SeqlabError
-from seqlab.features.base import FEATURES, FeatureConfig, FeatureModule, VocabFeaturizer, pad_ids, string_list
+from seqlab.features.base import (
+    FEATURES,
+    FeatureConfig,
+    FeatureModule,
+    VocabFeaturizer,
+    pad_ids,
+    string_list,
+    unk_dropout_field,
+)
 from seqlab.features.lac import WORD_DIM, LacWords
 from seqlab.features.lexicon import JIEBA, Lexicon, WordEntry
 from seqlab.features.transformer_words import TransformerWords
@@ -83,14 +91,7 @@ class LatticeConfig(FeatureConfig):
     freeze: bool = Field(False, description="FLAT fine-tunes the word embeddings")
     min_count: int = Field(1, ge=1, le=1_000_000, description="words matched fewer times in training share <unk>")
     dropout: float = Field(0.5, ge=0.0, lt=1.0, description="on the word embeddings: FLAT's embedding dropout")
-    unk_dropout: float = Field(
-        0.0,
-        ge=0.0,
-        lt=1.0,
-        description="in training, each word's own row is read as <unk> with this probability, so that the <unk> "
-        "row that the lexicon words unseen in training read at prediction time is trained; 0: <unk> keeps its "
-        "random initial row",
-    )
+    unk_dropout: float = unk_dropout_field("each word's own row", "the lexicon words unseen in training")
     word_tags: bool = Field(
         False,
         description="add an embedding of each word's tag in the lexicon file (the third column: jieba's part of "

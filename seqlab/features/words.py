@@ -42,6 +42,7 @@ from seqlab.features.base import (
     memo_values,
     pad_flat,
     pad_ids,
+    unk_dropout_field,
 )
 from seqlab.features.vectors import MAX_EXTRA_BYTES, fit_vocab_and_table, source_of, vector_index, vector_source_present
 from seqlab.nn import rows
@@ -61,14 +62,7 @@ class WordsConfig(FeatureConfig):
     freeze: bool = Field(False, description="the papers fine-tune the word embeddings")
     lowercase: bool = Field(True, description="GloVe 6B is uncased; casing is kept by the casing feature")
     min_count: int = Field(1, ge=1, le=1_000_000, description="keep every training word; rare ones still get trained")
-    unk_dropout: float = Field(
-        0.0,
-        ge=0.0,
-        lt=1.0,
-        description="in training, each word is read as <unk> with this probability, so that the <unk> row that "
-        "words unseen in training (and without a vector) read at prediction time is trained; 0: <unk> keeps its "
-        "random initial row",
-    )
+    unk_dropout: float = unk_dropout_field("each word", "words unseen in training (and without a vector)")
     replace_digits: bool = Field(False, description="map digits to 0 before lookup (NCRF++ option)")
     add_dev_test_words: bool = Field(
         True,
