@@ -201,10 +201,9 @@ def text_pieces(tokenizer, tokens: Sequence[str], spaces: bool) -> tuple[list[in
     marker[:-1] = (offsets[:-1] == offsets[1:]).all(1)
     # (pieces,) the first piece at or after each one that is not a marker
     later = np.minimum.accumulate(np.where(marker, n, np.arange(n))[::-1])[::-1]
-    first = np.searchsorted(offsets[:, 1], begin, side="right")  # the first piece ending after the token starts
-    first = np.where(first < n, later[np.minimum(first, n - 1)], n)
+    # the first piece ending after the token starts, past the marks (the last piece, which is none, if no piece does)
+    first = later[np.minimum(np.searchsorted(offsets[:, 1], begin, side="right"), n - 1)]
     end = np.searchsorted(offsets[:, 0], begin + lengths, side="left")  # the first piece starting at its end or later
-    first = np.minimum(first, n - 1)
     end = np.maximum(end, first + 1)
     return ids, first, end
 
@@ -427,8 +426,9 @@ class ContextualFeaturizer(Featurizer):
             return text_pieces(self._tokenizer, tokens, self.config.spaces)
         room = self.config.max_subwords - 2
         words = [self._word(word)[:room] for word in tokens]  # a word longer than a window keeps its first pieces
-        ends = np.cumsum([len(p) for p in words], dtype=np.int64)  # (words,)
-        return [p for piece in words for p in piece], ends - [len(p) for p in words], ends
+        counts = np.array([len(p) for p in words], dtype=np.int64)  # (words,)
+        ends = np.cumsum(counts)
+        return [p for piece in words for p in piece], ends - counts, ends
 
     def encode(self, sentence: Sentence) -> list[Window]:
         """The sentence's windows: in one window when it fits (with up to ``context`` sub-words of the sentences
