@@ -253,6 +253,31 @@ def test_resume_continues_the_clock(tiny_corpus, tmp_path, warm):
     assert longer.elapsed_s < 6.0 * 5  # a generous bound: the machine may be busy
 
 
+def test_the_log_records_each_dev_scorings_measured_time_in_a_resumed_run_with_memos(
+    tiny_corpus, tmp_path, warm, monkeypatch
+):
+    """After a resume with memos, the plan keeps the refill's cost apart from the next scoring's; the log still
+    records what each scoring took, not what the plan counts."""
+    measured = []
+    scored, init = Plan.scored, Plan.__init__
+
+    def recording(self, seconds):
+        measured.append(seconds)
+        scored(self, seconds)
+
+    def with_memos(self, *args, **kwargs):  # the tiny tagger keeps no memo; the plan is told it does
+        init(self, *args, **kwargs)
+        self.memos = True
+
+    monkeypatch.setattr(Plan, "scored", recording)
+    monkeypatch.setattr(Plan, "__init__", with_memos)
+    train(_budgeted(tiny_corpus, "3s"), tmp_path / "run", progress=False)
+    n = len(measured)
+    train(_budgeted(tiny_corpus, "6s"), tmp_path / "run", resume=True, progress=False)
+    assert len(measured) > n  # the resumed session scored dev too, its first scoring a refill
+    assert [row["dev_seconds"] for row in _log(tmp_path / "run")] == [round(s, 3) for s in measured]
+
+
 def test_a_run_its_budget_ended_trains_no_more_when_resumed_with_that_budget(tiny_corpus, tmp_path, warm, monkeypatch):
     """The clock ended the run; resumed with the same budget, it goes to the final scoring even where the costs
     measured since would leave room for more steps (its last dev scoring was faster than those before)."""
