@@ -18,8 +18,9 @@ run: $(STAMP)
 	.venv/bin/seqlab demo --out runs/demo
 
 # The named models under models/ (en-ner, en-ner-minilm, en-chunk, en-pos, zh-ner-resume, zh-ner-resume-e5,
-# zh-ner-ontonotes), trained from the configs on the shared corpora with the budgets in models/build.py (about 3.5
-# hours in all), then packaged with their model cards. A killed build continues where it stopped.
+# zh-ner-ontonotes, zh-ner-ontonotes-e5), trained from the configs on the shared corpora with the budgets in
+# models/build.py (about 4 hours in all), then packaged with their model cards. A killed build continues where it
+# stopped.
 models: $(STAMP)
 	$(PY) models/build.py train
 

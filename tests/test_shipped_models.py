@@ -27,7 +27,16 @@ EXPECTED = {"en": {"ner": "PER", "chunking": "NP", "pos": None}, "zh": {"ner": N
 
 
 def test_the_named_models_are_shipped():
-    names = {"en-ner", "en-ner-minilm", "en-chunk", "en-pos", "zh-ner-resume", "zh-ner-resume-e5", "zh-ner-ontonotes"}
+    names = {
+        "en-ner",
+        "en-ner-minilm",
+        "en-chunk",
+        "en-pos",
+        "zh-ner-resume",
+        "zh-ner-resume-e5",
+        "zh-ner-ontonotes",
+        "zh-ner-ontonotes-e5",
+    }
     assert names <= set(SHIPPED), SHIPPED
 
 
@@ -183,3 +192,20 @@ def test_each_recipe_validates_and_trains_on_the_one_thread_its_card_states(monk
         assert config.train.threads == 1, name
         if recipe.budget:
             assert recipe.train_args()[:2] == ["--budget", recipe.budget] and parse_duration(recipe.budget) > 0, name
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_recipe_builds_the_shipped_models_config_and_its_card_says_how(name, monkeypatch):
+    """A named model's recipe still makes what is shipped: the config that its command (the config file as it is
+    now, with the recipe's budget and overrides) validates into is the model's own config, and its card records
+    that command. A config default changed later must be pinned in the recipe, or the card would name a command
+    that trains another model."""
+    from seqlab.config import config_from_dict, load_config
+
+    recipe = _build(monkeypatch).RECIPES[name]
+    stored = json.loads((MODELS / name / "config.json").read_text(encoding="utf-8"))["config"]
+    budget = [f"train.budget={recipe.budget}"] if recipe.budget else []
+    rebuilt = load_config(MODELS.parent / recipe.config, [*recipe.settings(), *budget])
+    assert config_from_dict(stored, name) == rebuilt
+    card = json.loads((MODELS / name / "card.json").read_text(encoding="utf-8"))
+    assert card["recipe"]["command"] == " ".join(["seqlab", "train", recipe.config, *recipe.train_args()])
