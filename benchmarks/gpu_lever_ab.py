@@ -20,20 +20,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import time
 
 import torch
+from training_setup import training_setup
 
-from seqlab.config import load_config
 from seqlab.crf import crf
 from seqlab.crf import partition as crf_partition
-from seqlab.data.batching import make_batches
-from seqlab.data.corpus import load_corpus
 from seqlab.encoders import psa
-from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything, train_step
+from seqlab.training import train_step
 
 #: lever -> (module, attribute, value off, value on)
 LEVERS = {
@@ -57,21 +53,9 @@ def main() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("gpu_lever_ab: no CUDA GPU")
     module, name, off, on = LEVERS[args.lever]
-    config = load_config(args.config, args.set)
-    seed_everything(config.train.seed)
-    corpus = load_corpus(config.data, args.data_root)
-    tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, "cuda")
-    params = [q for q in tagger.net.parameters() if q.requires_grad]
-    optimizer = make_optimizer(params, config.train)
-    batches = make_batches(
-        tagger.encode(corpus.train, with_tags=True),
-        tagger.featurizers,
-        config.train.batch_size,
-        config.train.batch_tokens,
-        shuffle=True,
-        rng=random.Random(1),
-        length=config.train.batch_length,
-    )[: args.train_batches]
+    setup = training_setup(args.config, args.set, args.data_root, "cuda", batches=args.train_batches)
+    config, corpus, tagger, batches = setup.config, setup.corpus, setup.tagger, setup.batches
+    params, optimizer = setup.params, setup.optimizer
     test = corpus.test or corpus.dev
     settings = {"off": off, "on": on}
 

@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import argparse
 import collections
-import random
 import traceback
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from training_setup import training_setup
 
-from seqlab.config import load_config
 from seqlab.crf import CRF
 from seqlab.crf import partition as crf_partition
-from seqlab.data.batching import make_batches
-from seqlab.data.corpus import load_corpus
-from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything, train_step
+from seqlab.training import train_step
 
 
 class Counting(TorchDispatchMode):
@@ -51,20 +47,9 @@ def main() -> None:
     p.add_argument("--set", action="append", default=["model.embedder.features.word.pretrained=null"])
     args = p.parse_args()
     crf_partition.CPU_NUMPY = not args.torch_crf
-    config = load_config(args.config, args.set)
-    seed_everything(config.train.seed)
-    corpus = load_corpus(config.data, args.data_root)
-    tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test)
-    params = [q for q in tagger.net.parameters() if q.requires_grad]
-    optimizer = make_optimizer(params, config.train)
-    batches = make_batches(
-        tagger.encode(corpus.train, with_tags=True),
-        tagger.featurizers,
-        config.train.batch_size,
-        config.train.batch_tokens,
-        shuffle=True,
-        rng=random.Random(1),
-    )[: 5 + args.steps]
+    setup = training_setup(args.config, args.set, args.data_root, batches=5 + args.steps)
+    config, tagger, batches = setup.config, setup.tagger, setup.batches
+    params, optimizer = setup.params, setup.optimizer
     for batch in batches[:5]:  # warm-up: lazily made state is not counted
         train_step(tagger.net, batch, optimizer, params, config.train)
     with Counting() as counting:

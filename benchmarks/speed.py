@@ -22,17 +22,13 @@ import argparse
 import json
 import os
 import platform
-import random
 import time
 
 import torch
+from training_setup import training_setup
 
-from seqlab.config import load_config
-from seqlab.data.batching import make_batches
-from seqlab.data.corpus import load_corpus
 from seqlab.devices import resolve_device
-from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything, train_step
+from seqlab.training import train_step
 
 
 def main() -> None:
@@ -94,25 +90,10 @@ def describe(device: torch.device) -> str:
 
 
 def measure(config_path: str, args: argparse.Namespace) -> dict:
-    config = load_config(config_path, args.set)
-    seed_everything(config.train.seed)
-    corpus = load_corpus(config.data, args.data_root)
     device = resolve_device(args.device)
-    tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
-    net, cfg = tagger.net, config.train
-    params = [q for q in net.parameters() if q.requires_grad]
-    optimizer = make_optimizer(params, cfg)
-    encoded = tagger.encode(corpus.train, with_tags=True)
-    batches = make_batches(
-        encoded,
-        tagger.featurizers,
-        cfg.batch_size,
-        cfg.batch_tokens,
-        shuffle=True,
-        rng=random.Random(1),
-        length=cfg.batch_length,
-    )
-    batches = batches[: args.train_batches]
+    setup = training_setup(config_path, args.set, args.data_root, device, batches=args.train_batches)
+    config, corpus, tagger, batches = setup.config, setup.corpus, setup.tagger, setup.batches
+    net, cfg, params, optimizer = tagger.net, config.train, setup.params, setup.optimizer
     net.train()
 
     for batch in batches[: args.warmup_batches]:  # warm-up

@@ -11,18 +11,14 @@ far longer than its arithmetic (BENCHMARKS.md, "GPU").
 from __future__ import annotations
 
 import argparse
-import random
 import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+from training_setup import training_setup
 
-from seqlab.config import load_config
-from seqlab.data.batching import make_batches
-from seqlab.data.corpus import load_corpus
 from seqlab.devices import resolve_device
-from seqlab.tagger import Tagger
-from seqlab.training import make_optimizer, seed_everything, train_step
+from seqlab.training import train_step
 
 #: Runtime calls counted per step: launches, copies and waits between host and GPU.
 RUNTIME_CALLS = (
@@ -50,21 +46,9 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
-    config = load_config(args.config, args.set)
-    seed_everything(config.train.seed)
-    corpus = load_corpus(config.data, args.data_root)
-    tagger = Tagger.build(config, corpus.train, corpus.scheme, corpus.dev + corpus.test, device)
-    params = [q for q in tagger.net.parameters() if q.requires_grad]
-    optimizer = make_optimizer(params, config.train)
-    batches = make_batches(
-        tagger.encode(corpus.train, with_tags=True),
-        tagger.featurizers,
-        config.train.batch_size,
-        config.train.batch_tokens,
-        shuffle=True,
-        rng=random.Random(1),
-        length=config.train.batch_length,
-    )[: args.warmup + args.steps]
+    setup = training_setup(args.config, args.set, args.data_root, device, batches=args.warmup + args.steps)
+    config, corpus, tagger, batches = setup.config, setup.corpus, setup.tagger, setup.batches
+    params, optimizer = setup.params, setup.optimizer
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     lines = [
         f"{args.config} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}, "
